@@ -1,0 +1,32 @@
+# The two commands: `make run` (the smoke sweep) and `make test` (the test suite).
+# Each creates .venv and installs the package (editable, with dev tools) when needed.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+EXP ?= smoke
+ARGS ?=
+
+.PHONY: run test test-slow lint bench report clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+run: $(STAMP)  ## run an experiment's sweep on embedded Ray into ./mlflow.db (EXP=smoke)
+	$(BIN)/python -m sweeper +exp=$(EXP) $(ARGS)
+
+test: $(STAMP)  ## the test suite (slow-marked reproductions excluded)
+	$(BIN)/python -m ruff check sweeper tasks tests bench
+	$(BIN)/python -m pytest -q $(ARGS)
+
+test-slow: $(STAMP)  ## only the slow-marked reproductions
+	$(BIN)/python -m pytest -q -m slow $(ARGS)
+
+report: $(STAMP)  ## tables and figures of an experiment (EXP=smoke)
+	$(BIN)/python -m sweeper.report $(EXP) $(ARGS)
+
+clean:
+	rm -rf $(VENV) outputs multirun mlflow.db mlartifacts reports

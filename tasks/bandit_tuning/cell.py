@@ -1,0 +1,84 @@
+"""One sweep cell: an (algorithm, tuner, dataset, seed) run of 003 Algorithm 2's double loop."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from tasks.bandit_tuning.algorithms.base import BanditAlgorithm
+from tasks.bandit_tuning.environments.base import Environment
+from tasks.bandit_tuning.seeding import agent_rngs, environment_rng
+from tasks.bandit_tuning.tuners.base import Tuner
+from tasks.building import build
+
+
+def _name(spec: Mapping[str, Any]) -> str:
+    return str(spec.get("name") or spec["_target_"])
+
+
+def run_cell(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Run one cell and return its summary, curves and hyperparameter trace.
+
+    ``config`` holds ``algorithm``, ``tuner`` and ``dataset`` (each a mapping with a
+    ``_target_``), ``seed`` and ``horizon``. Each round t (1-based): the environment shows
+    K arms; during the tuner's warm-up (T1) a uniformly random arm is pulled, afterwards
+    the tuner proposes hyperparameters (the untuned ones stay at their theoretical
+    values) and the algorithm picks an arm; the reward updates both layers. Regret is
+    the expected reward of the best arm minus that of the pulled arm.
+    """
+    started = time.perf_counter()
+    horizon = int(config["horizon"])
+    if horizon <= 0:
+        raise ValueError(f"horizon must be a positive number of rounds, got {horizon}")
+    seed = int(config["seed"])
+    algorithm: BanditAlgorithm = build(config["algorithm"])
+    tuner: Tuner = build(config["tuner"])
+    environment: Environment = build(config["dataset"])
+    algorithm_rng, tuner_rng, warmup_rng = agent_rngs(
+        seed, _name(config["algorithm"]), _name(config["tuner"])
+    )
+
+    environment.reset(horizon, algorithm.model, environment_rng(_name(config["dataset"]), seed))
+    algorithm.reset(environment.n_features, horizon, algorithm_rng)
+    space = algorithm.space
+    tuner.reset(space, horizon, tuner_rng, algorithm.theoretical)
+    warmup = min(tuner.warmup_rounds(), horizon)
+
+    instant_regret = np.empty(horizon)
+    rewards = np.empty(horizon)
+    trace = np.full((horizon, len(space)), np.nan)
+    state_trace: dict[str, np.ndarray] = {}
+    for index in range(horizon):
+        t = index + 1
+        features, means = environment.observe(index)
+        hp = algorithm.theoretical(t)
+        if index < warmup:
+            arm = int(warmup_rng.integers(environment.n_arms))
+        else:
+            proposal = tuner.propose(t)
+            hp.update(proposal)
+            trace[index] = [proposal[h.name] for h in space]
+            arm = algorithm.select(features, hp, t)
+        reward = environment.reward(arm)
+        algorithm.update(features[arm], reward, hp, t)
+        if index >= warmup:
+            tuner.observe(reward)
+            for key, value in tuner.state().items():
+                state_trace.setdefault(key, np.full(horizon, np.nan))[index] = value
+        instant_regret[index] = means.max() - means[arm]
+        rewards[index] = reward
+
+    regret = np.cumsum(instant_regret)
+    return {
+        "summary": {
+            "final_regret": float(regret[-1]),
+            "cumulative_reward": float(rewards.sum()),
+            "runtime_s": time.perf_counter() - started,
+            "warmup_rounds": warmup,
+        },
+        "curves": {"regret": regret, "reward": np.cumsum(rewards)},
+        "trace": {"names": [h.name for h in space], "values": trace, **state_trace},
+    }

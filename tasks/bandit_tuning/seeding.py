@@ -1,0 +1,28 @@
+"""Common random numbers (DESIGN.md, Randomness).
+
+The environment's stream depends on (dataset, seed) only, so every algorithm and tuner
+run with the same seed faces the same contexts and noise: comparisons are paired. The
+agent's stream depends on (seed, algorithm, tuner).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+
+def stable_hash(text: str) -> int:
+    """A 32-bit integer from ``text`` that is the same on every machine and run."""
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
+
+
+def environment_rng(dataset: str, seed: int) -> np.random.Generator:
+    """The environment's generator: contexts, parameters and reward noise."""
+    return np.random.default_rng(np.random.SeedSequence([int(seed), stable_hash(dataset), 0]))
+
+
+def agent_rngs(seed: int, algorithm: str, tuner: str, n: int = 3) -> list[np.random.Generator]:
+    """Independent generators for the agent's parts (bottom layer, top layer, warm-up)."""
+    root = np.random.SeedSequence([int(seed), stable_hash(algorithm), stable_hash(tuner), 1])
+    return [np.random.default_rng(child) for child in root.spawn(n)]

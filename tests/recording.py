@@ -1,0 +1,32 @@
+"""Test doubles at the edge: an environment that remembers what it showed."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tasks.bandit_tuning.environments.simulation import Simulation
+
+SEEN: dict[str, list[np.ndarray]] = {}
+
+
+class RecordingSimulation(Simulation):
+    """The simulation, plus a record (under ``label``) of every round's features and reward."""
+
+    def __init__(self, label: str, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.label = label
+
+    def reset(self, horizon, reward_model, rng) -> None:
+        super().reset(horizon, reward_model, rng)
+        SEEN[self.label] = []
+
+    def observe(self, t):
+        features, means = super().observe(t)
+        SEEN[self.label].append(features.copy())
+        return features, means
+
+    def reward(self, arm):
+        value = super().reward(arm)
+        # The noise of the round, whatever arm was pulled: reward minus the arm's mean.
+        SEEN[self.label].append(np.array([value - self._means[self._offset, arm]]))
+        return value

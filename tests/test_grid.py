@@ -1,0 +1,76 @@
+"""Sweep expansion and cell keys."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from sweeper.cells import cell_key
+from sweeper.grid import expand
+
+
+def test_smoke_expands_to_eighteen_distinct_cells(composer):
+    cells = expand(composer(["+exp=smoke"]), composer, ["+exp=smoke"])
+    assert len(cells) == 18
+    assert len({c.key for c in cells}) == 18
+    combos = {(c.tags["algorithm"], c.tags["tuner"], c.tags["seed"]) for c in cells}
+    assert ("lints", "tl", "2") in combos and ("linucb", "theory", "0") in combos
+
+
+def test_a_command_line_group_choice_pins_that_axis(composer):
+    overrides = ["+exp=smoke", "algorithm=lints", "seeds=2"]
+    cells = expand(composer(overrides), composer, overrides)
+    assert {c.tags["algorithm"] for c in cells} == {"lints"}
+    assert len(cells) == 3 * 2
+
+
+def test_unknown_option_in_a_grid_names_the_valid_ones(composer):
+    overrides = ["+exp=smoke", "sweep.grid.tuner=[theory,nope]"]
+    with pytest.raises(ValueError, match="unknown tuner 'nope'; valid tuner names are: .*theory"):
+        expand(composer(overrides), composer, overrides)
+
+
+def test_cell_key_ignores_order_tracking_and_launcher(composer):
+    base = expand(composer(["+exp=smoke"]), composer, ["+exp=smoke"])
+    elsewhere = ["+exp=smoke", "tracking.uri=sqlite:////elsewhere.db", "launcher.name=local"]
+    moved = expand(composer(elsewhere), composer, elsewhere)
+    assert [c.key for c in base] == [c.key for c in moved]
+    reordered = dict(reversed(list(base[0].config.items())))
+    assert cell_key(reordered) == base[0].key
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        "horizon=2001",
+        "dataset.n_arms=60",
+        "dataset.noise_sd=0.4",
+        "algorithm.confidence=0.05",
+        "tuner=fixed",
+        "seed=9",
+    ],
+)
+def test_cell_key_changes_with_any_experiment_parameter(composer, override):
+    (base,) = expand(composer([]), composer, [])
+    (changed,) = expand(composer([override]), composer, [override])
+    assert base.key != changed.key
+
+
+def test_cell_key_is_stable_across_processes(composer):
+    (cell,) = expand(composer([]), composer, [])
+    code = (
+        "import json,sys; from sweeper.cells import cell_key; "
+        "print(cell_key(json.loads(sys.stdin.read())))"
+    )
+    import json
+
+    other = subprocess.run(
+        [sys.executable, "-c", code],
+        input=json.dumps(cell.config),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert other.stdout.strip() == cell.key
