@@ -1,8 +1,11 @@
 """MLflow layout (DESIGN.md, Contracts: Tracking). Only the driver writes here.
 
 One MLflow experiment per exp; one parent run per sweep (tag ``sweep_key``) holding the
-experiment config and, as ``cells.parquet``, one consolidated row per cell (summary
-plus downsampled regret curve) so reports never download a thousand artifacts; one
+experiment config and, as ``cells.parquet``, one consolidated row per cell (columns
+cell_key, run_id, status, algorithm, tuner, dataset, seed, error, config (JSON), the
+summary metrics, curve_step and curve_regret (the downsampled regret curve) and
+hp_<name> (each tuned hyperparameter downsampled at the same steps)) so reports never
+download a thousand artifacts; one
 child run per cell tagged ``cell_key``, ``algorithm``, ``tuner``, ``dataset``, ``seed``,
 with the flattened cell config as params, the summary and the downsampled regret curve
 (``regret`` by ``step``) as metrics, and the full curves and hyperparameter trace as
@@ -169,6 +172,9 @@ class Tracker:
             row.update({k: float(v) for k, v in summary.items()})
             row["curve_step"] = steps.tolist()
             row["curve_regret"] = values.tolist()
+            trace = result.get("trace", {})
+            for i, name in enumerate(trace.get("names", [])):
+                row[f"hp_{name}"] = downsample(np.asarray(trace["values"])[:, i])[1].tolist()
         param_chunks = [param_list[i : i + 100] for i in range(0, len(param_list), 100)]
         metric_chunks = [metrics[i : i + 900] for i in range(0, len(metrics), 900)]
         for i in range(max(len(param_chunks), len(metric_chunks))):

@@ -79,6 +79,14 @@ def run_cell(config: Mapping[str, Any]) -> dict[str, Any]:
             "runtime_s": time.perf_counter() - started,
             "warmup_rounds": warmup,
         },
+        "params": {
+            "p": len(space),
+            "tuned": ",".join(h.name for h in space),
+            **{f"interval.{h.name}": f"[{h.interval[0]}, {h.interval[1]}]" for h in space},
+            **{f"candidates.{h.name}": str(list(h.candidates)) for h in space},
+            **{f"n_candidates.{h.name}": len(h.candidates) for h in space},
+            **tuner.params(),
+        },
         "curves": {"regret": regret, "reward": np.cumsum(rewards)},
         "trace": {"names": [h.name for h in space], "values": trace, **state_trace},
     }

@@ -43,6 +43,10 @@ class Tuner:
     def observe(self, reward: float) -> None:
         """The reward the bottom layer earned with the last proposal."""
 
+    def params(self) -> dict[str, float | str]:
+        """Settings the tuner derived at ``reset`` worth recording (e.g. CDT's T1 and T2)."""
+        return {}
+
     def state(self) -> dict[str, float]:
         """Sizes of the tuner's own state worth tracing (e.g. CDT's active arms)."""
         return {}
