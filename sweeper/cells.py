@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 ORCHESTRATION_KEYS = frozenset(
-    {"tracking", "launcher", "sweep", "seeds", "experiment", "rerun", "hydra"}
+    {"tracking", "launcher", "sweep", "seeds", "experiment", "rerun", "report", "hydra"}
 )
 """Top-level config keys that describe how to run a sweep, not what a cell computes."""
 

@@ -12,10 +12,11 @@ from typing import Any
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from sweeper.cells import Cell
+from sweeper.cells import Cell, canonical_json
 from sweeper.grid import Composer, expand
 from sweeper.launch import launch
 from sweeper.tracking import Tracker
+from tasks.building import locate
 
 TABLE_FLUSH_EVERY = 50
 
@@ -46,6 +47,7 @@ def run_sweep(
 ) -> SweepResult:
     started = time.perf_counter()
     cells = expand(cfg, compose, cli_overrides)
+    validate(cells)
     name = str(cfg.experiment.name)
     tracker = Tracker(cfg.tracking.get("uri"), name)
     parent = tracker.parent_run(
@@ -90,6 +92,26 @@ def run_sweep(
     )
     _print_summary(result, out)
     return result
+
+
+def validate(cells: Sequence[Cell]) -> None:
+    """Call each cell function's ``validate`` hook once per distinct config (seed aside).
+
+    Bad input (an empty interval, a missing dataset file, ...) fails here, before any cell
+    runs, with the task's own message.
+    """
+    seen: set[str] = set()
+    for cell in cells:
+        function = locate(cell.function)
+        check = getattr(function, "validate", None)
+        signature = canonical_json({k: v for k, v in cell.config.items() if k != "seed"})
+        if check is None or signature in seen:
+            continue
+        seen.add(signature)
+        try:
+            check(cell.config)
+        except Exception as err:
+            raise ValueError(f"invalid cell {cell.label}: {err}") from err
 
 
 def _previous_rows(

@@ -74,3 +74,24 @@ def test_cell_key_is_stable_across_processes(composer):
         check=True,
     )
     assert other.stdout.strip() == cell.key
+
+
+def test_space_overrides_reach_every_tuned_hyperparameter(composer):
+    from tasks.bandit_tuning.cell import build_parts
+
+    (cell,) = expand(
+        composer(["space.candidates=[0.5,1.5]", "space.interval=[0.2,3]"]), composer, []
+    )
+    algorithm, _, _ = build_parts(cell.config)
+    (h,) = algorithm.space
+    assert h.candidates == (0.5, 1.5) and h.interval == (0.2, 3.0)
+
+
+def test_bad_input_fails_before_any_cell_runs(composer, tracking_uri):
+    import io
+
+    from sweeper.sweep import run_sweep
+
+    overrides = ["+exp=smoke", "space.interval=[5,0.1]", f"tracking.uri={tracking_uri}"]
+    with pytest.raises(ValueError, match=r"interval \[5.0, 0.1\] is empty or inverted"):
+        run_sweep(composer(overrides), composer, overrides, out=io.StringIO())

@@ -19,6 +19,35 @@ def _name(spec: Mapping[str, Any]) -> str:
     return str(spec.get("name") or spec["_target_"])
 
 
+def build_parts(config: Mapping[str, Any]) -> tuple[BanditAlgorithm, Tuner, Environment]:
+    """The cell's algorithm, tuner and environment; constructors validate their settings.
+
+    ``config['space']`` may override the interval or candidate set of every tuned
+    hyperparameter at once (003 uses one interval [0.1, 5] and one candidate set for all).
+    """
+    algorithm_spec = dict(config["algorithm"])
+    space = config.get("space") or {}
+    overrides = {k: v for k, v in space.items() if v is not None}
+    if overrides:
+        algorithm = build(algorithm_spec)
+        per_name = dict(algorithm_spec.get("hyperparameters") or {})
+        for name in algorithm.tuned:
+            per_name[name] = {**dict(per_name.get(name) or {}), **overrides}
+        algorithm_spec["hyperparameters"] = per_name
+    return build(algorithm_spec), build(config["tuner"]), build(config["dataset"])
+
+
+def validate(config: Mapping[str, Any]) -> None:
+    """Fail early, before any cell runs, on a config that cannot run (bad values, missing data)."""
+    if int(config["horizon"]) <= 0:
+        raise ValueError(f"horizon must be a positive number of rounds, got {config['horizon']}")
+    algorithm, _tuner, environment = build_parts(config)
+    _ = algorithm.space  # interval and candidate checks happen here
+    check = getattr(environment, "check", None)
+    if check is not None:
+        check()
+
+
 def run_cell(config: Mapping[str, Any]) -> dict[str, Any]:
     """Run one cell and return its summary, curves and hyperparameter trace.
 
@@ -34,9 +63,7 @@ def run_cell(config: Mapping[str, Any]) -> dict[str, Any]:
     if horizon <= 0:
         raise ValueError(f"horizon must be a positive number of rounds, got {horizon}")
     seed = int(config["seed"])
-    algorithm: BanditAlgorithm = build(config["algorithm"])
-    tuner: Tuner = build(config["tuner"])
-    environment: Environment = build(config["dataset"])
+    algorithm, tuner, environment = build_parts(config)
     algorithm_rng, tuner_rng, warmup_rng = agent_rngs(
         seed, _name(config["algorithm"]), _name(config["tuner"])
     )
@@ -90,3 +117,6 @@ def run_cell(config: Mapping[str, Any]) -> dict[str, Any]:
         "curves": {"regret": regret, "reward": np.cumsum(rewards)},
         "trace": {"names": [h.name for h in space], "values": trace, **state_trace},
     }
+
+
+run_cell.validate = validate  # the driver calls it once per distinct config before dispatch
