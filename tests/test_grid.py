@@ -79,9 +79,8 @@ def test_cell_key_is_stable_across_processes(composer):
 def test_space_overrides_reach_every_tuned_hyperparameter(composer):
     from tasks.bandit_tuning.cell import build_parts
 
-    (cell,) = expand(
-        composer(["space.candidates=[0.5,1.5]", "space.interval=[0.2,3]"]), composer, []
-    )
+    overrides = ["space.candidates=[0.5,1.5]", "space.interval=[0.2,3]"]
+    (cell,) = expand(composer(overrides), composer, overrides)
     algorithm, _, _ = build_parts(cell.config)
     (h,) = algorithm.space
     assert h.candidates == (0.5, 1.5) and h.interval == (0.2, 3.0)
