@@ -19,7 +19,7 @@ run: $(STAMP)  ## run an experiment's sweep on embedded Ray into ./mlflow.db (EX
 	$(BIN)/python -m sweeper +exp=$(EXP) $(ARGS)
 
 test: $(STAMP)  ## the test suite (slow-marked reproductions excluded)
-	$(BIN)/python -m ruff check sweeper tasks tests bench
+	$(BIN)/python -m ruff check .
 	$(BIN)/python -m pytest -q $(ARGS)
 
 test-slow: $(STAMP)  ## only the slow-marked reproductions
