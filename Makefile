@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 EXP ?= smoke
 ARGS ?=
 
-.PHONY: run test test-slow lint bench report clean
+.PHONY: run test test-slow lint bench report clean movielens
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,9 @@ test-slow: $(STAMP)  ## only the slow-marked reproductions
 
 report: $(STAMP)  ## tables and figures of an experiment (EXP=smoke)
 	$(BIN)/python -m sweeper.report $(EXP) $(ARGS)
+
+movielens: $(STAMP)  ## MovieLens 100K ratings into .cache/datasets (from PyPI), factorised once
+	$(BIN)/python -m tasks.bandit_tuning.environments.movielens_data --source recbole
 
 clean:
 	rm -rf $(VENV) outputs multirun mlflow.db mlartifacts reports

@@ -25,6 +25,8 @@ class Environment(ABC):
     """
 
     n_features: int
+    #: The number of arms of the round last observed (before the first ``observe``, the
+    #: most any round has). Constant for most datasets; Yahoo's article pool varies.
     n_arms: int
 
     def __init__(self, reward_model: str | None = None) -> None:
@@ -46,3 +48,41 @@ class Environment(ABC):
     @abstractmethod
     def reward(self, arm: int) -> float:
         """A reward draw for ``arm`` in the round last observed."""
+
+
+class BlockEnvironment(Environment):
+    """Rounds drawn ``block_rounds`` at a time, with one noise draw per round.
+
+    Subclasses implement ``_draw_block(start)``, which sets ``_features`` (B x K x d),
+    ``_means`` (B x K) and the round noises ``_gauss`` and ``_uniform`` (B,) for rounds
+    [start, start + B), and call ``_start(model)`` in ``reset``. The reward of a round is
+    mean + noise_sd * gauss (linear) or [uniform < mean] (Bernoulli): the same draw whatever
+    arm is pulled, so tuners with the same seed are compared on paired noise.
+    """
+
+    block_rounds: int
+    noise_sd: float
+
+    def _start(self, model: str) -> None:
+        self._model = model
+        self._block_start = -self.block_rounds
+        self._t = -1
+
+    def _draw_block(self, start: int) -> None:
+        raise NotImplementedError
+
+    def observe(self, t: int) -> tuple[np.ndarray, np.ndarray]:
+        offset = t - self._block_start
+        if not 0 <= offset < self.block_rounds:
+            if t != self._block_start + self.block_rounds:
+                raise ValueError(f"rounds must be observed in order; got {t} after {self._t}")
+            self._draw_block(t)
+            self._block_start, offset = t, 0
+        self._t, self._offset = t, offset
+        return self._features[offset], self._means[offset]
+
+    def reward(self, arm: int) -> float:
+        mean = self._means[self._offset, arm]
+        if self._model == "linear":
+            return float(mean + self.noise_sd * self._gauss[self._offset])
+        return float(self._uniform[self._offset] < mean)

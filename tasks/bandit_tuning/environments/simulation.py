@@ -1,19 +1,37 @@
-"""Simulated linear and logistic bandits (003 Section 5).
+"""Simulated linear and logistic bandits (003 Section 5, Appendix A.1/A.2; 002 Section 6).
 
-Each round K new arms have features drawn uniformly in [-1/sqrt(d), 1/sqrt(d)]^d (so
-||x|| <= 1), theta* is drawn once the same way. Linear: y = x'theta* + N(0, noise_sd^2)
-(003 writes N(0, 0.25), so noise_sd = 0.5); logistic: y ~ Bernoulli(sigmoid(x'theta*)).
+Each round K new arms are drawn; theta* is drawn once per run.
+
+- ``features: cube`` (003 Section 5): x and theta* uniform in [-b, b]^d elementwise with
+  b = 1/sqrt(d) (so ||x|| <= 1); ``feature_bound`` changes b for x (002 Section 6 draws
+  logistic features in [-1, 1]: ``logistic_feature_bound: 1.0``).
+- ``features: ball`` (003 Appendix A.1: "randomly in {x: ||x|| <= 1}"): x and theta*
+  uniform in the unit ball (a normal draw's direction, radius U^(1/d)).
+
+Linear: y = linear_offset + linear_scale * x'theta* + noise_sd * N(0, 1) (003 writes
+N(0, 0.25), so noise_sd = 0.5; 002 maps the mean into [0, 1] with offset = scale = 1/2).
+Logistic: y ~ Bernoulli(sigmoid(x'theta*)).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from tasks.bandit_tuning.environments.base import Environment, sigmoid
+from tasks.bandit_tuning.environments.base import BlockEnvironment, sigmoid
+
+FEATURE_DISTRIBUTIONS = ("cube", "ball")
 
 
-class Simulation(Environment):
-    """Uniform features and parameter, new features every round (003 Section 5)."""
+def uniform_in_ball(rng: np.random.Generator, shape: tuple[int, ...], d: int) -> np.ndarray:
+    """Points uniform in the d-dimensional unit ball: normal directions, radius U^(1/d)."""
+    directions = rng.standard_normal((*shape, d))
+    directions /= np.linalg.norm(directions, axis=-1, keepdims=True)
+    radii = rng.random(shape) ** (1.0 / d)
+    return directions * radii[..., None]
+
+
+class Simulation(BlockEnvironment):
+    """Random features every round and a random parameter per run (003 Section 5)."""
 
     def __init__(
         self,
@@ -22,6 +40,11 @@ class Simulation(Environment):
         noise_sd: float = 0.5,
         reward_model: str | None = None,
         block_rounds: int = 256,
+        features: str = "cube",
+        feature_bound: float | None = None,
+        logistic_feature_bound: float | None = None,
+        linear_offset: float = 0.0,
+        linear_scale: float = 1.0,
     ) -> None:
         super().__init__(reward_model)
         if n_features < 1 or n_arms < 2:
@@ -30,43 +53,56 @@ class Simulation(Environment):
             )
         if noise_sd < 0:
             raise ValueError(f"noise_sd must be non-negative, got {noise_sd}")
+        if features not in FEATURE_DISTRIBUTIONS:
+            raise ValueError(
+                f"features '{features}' is unknown; choose one of {FEATURE_DISTRIBUTIONS}"
+            )
+        for name, bound in (
+            ("feature_bound", feature_bound),
+            ("logistic_feature_bound", logistic_feature_bound),
+        ):
+            if bound is not None and not bound > 0:
+                raise ValueError(f"{name} must be positive (or null for 1/sqrt(d)), got {bound}")
+            if bound is not None and features == "ball":
+                raise ValueError(f"{name} applies to features: cube only; remove it for ball")
+        if block_rounds < 1:
+            raise ValueError(f"block_rounds must be at least 1, got {block_rounds}")
         self.n_features = int(n_features)
         self.n_arms = int(n_arms)
         self.noise_sd = float(noise_sd)
         self.block_rounds = int(block_rounds)
+        self.features = features
+        self.feature_bound = feature_bound
+        self.logistic_feature_bound = logistic_feature_bound
+        self.linear_offset = float(linear_offset)
+        self.linear_scale = float(linear_scale)
 
     def reset(self, horizon: int, reward_model: str, rng: np.random.Generator) -> None:
-        self._model = self.reward_model or reward_model
+        self._start(self.reward_model or reward_model)
         self._rng = rng
-        bound = 1.0 / np.sqrt(self.n_features)
-        self.theta = rng.uniform(-bound, bound, self.n_features)
-        self._block_start = -self.block_rounds
-        self._t = -1
+        d = self.n_features
+        if self.features == "ball":
+            self.theta = uniform_in_ball(rng, (), d)
+        else:
+            bound = 1.0 / np.sqrt(d)
+            self.theta = rng.uniform(-bound, bound, d)
+        bound = self.feature_bound
+        if self._model == "logistic" and self.logistic_feature_bound is not None:
+            bound = self.logistic_feature_bound
+        self._bound = 1.0 / np.sqrt(d) if bound is None else float(bound)
 
     def _draw_block(self, start: int) -> None:
         """Features, expected rewards and noise for rounds [start, start + block_rounds)."""
         b, k, d = self.block_rounds, self.n_arms, self.n_features
-        bound = 1.0 / np.sqrt(d)
-        self._features = self._rng.uniform(-bound, bound, (b, k, d))
+        if self.features == "ball":
+            self._features = uniform_in_ball(self._rng, (b, k), d)
+        else:
+            self._features = self._rng.uniform(-self._bound, self._bound, (b, k, d))
         linear = self._features @ self.theta
-        self._means = linear if self._model == "linear" else sigmoid(linear)
+        if self._model == "linear":
+            self._means = self.linear_offset + self.linear_scale * linear
+        else:
+            self._means = sigmoid(linear)
         # One standard normal and one uniform per round: the same noise whatever arm is pulled.
         self._gauss = self._rng.standard_normal(b)
         self._uniform = self._rng.random(b)
-        self._block_start = start
-
-    def observe(self, t: int) -> tuple[np.ndarray, np.ndarray]:
-        offset = t - self._block_start
-        if not 0 <= offset < self.block_rounds:
-            if t != self._block_start + self.block_rounds:
-                raise ValueError(f"rounds must be observed in order; got {t} after {self._t}")
-            self._draw_block(t)
-            offset = 0
-        self._t, self._offset = t, offset
-        return self._features[offset], self._means[offset]
-
-    def reward(self, arm: int) -> float:
-        mean = self._means[self._offset, arm]
-        if self._model == "linear":
-            return float(mean + self.noise_sd * self._gauss[self._offset])
-        return float(self._uniform[self._offset] < mean)

@@ -1,0 +1,92 @@
+"""Where datasets and their derived caches live on disk, and how they are written safely.
+
+Cells run concurrently (Ray workers on one machine share the cache directory), so every
+cache file is written to a temporary file in the same directory and moved into place
+with ``os.replace``: readers see the old state or the complete new file, never a part.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+DATA_DIR_ENV = "SWEEPER_DATA_DIR"
+
+
+class DatasetMissingError(FileNotFoundError):
+    """A dataset file is not where the config says, and it cannot be obtained automatically."""
+
+
+class DatasetFormatError(ValueError):
+    """A dataset file exists but is truncated or not in the expected format."""
+
+
+def _checkout_root() -> Path | None:
+    """The source checkout this package runs from, when it runs from one."""
+    root = Path(__file__).resolve().parents[3]
+    return root if (root / "pyproject.toml").is_file() and (root / "tasks").is_dir() else None
+
+
+def default_data_dir() -> Path:
+    """``$SWEEPER_DATA_DIR``; else ``.cache/datasets`` of the source checkout; else ``~/.cache``.
+
+    The same directory on every worker of a machine, whatever its working directory.
+    """
+    configured = os.environ.get(DATA_DIR_ENV)
+    if configured:
+        return Path(configured).expanduser()
+    root = _checkout_root()
+    if root is not None:
+        return root / ".cache" / "datasets"
+    return Path.home() / ".cache" / "sweeper" / "datasets"
+
+
+def data_dir(cache_dir: str | os.PathLike | None) -> Path:
+    """The configured cache directory, or the default one."""
+    return Path(cache_dir).expanduser() if cache_dir else default_data_dir()
+
+
+def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def atomic_write_bytes(path: Path, payload: bytes) -> None:
+    """Write ``payload`` to ``path`` through a temporary file and ``os.replace``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(payload)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def atomic_save_npz(path: Path, **arrays: np.ndarray) -> None:
+    """``numpy.savez`` of ``arrays`` to ``path``, atomically."""
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+def load_npz(path: Path) -> dict[str, np.ndarray] | None:
+    """The arrays of a cache file, or None when it is absent or unreadable (then rebuild)."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {key: data[key] for key in data.files}
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile):
+        return None
