@@ -192,6 +192,10 @@ def test_horizon_longer_than_the_log_is_refused(log_dir, tmp_path):
     env = Yahoo(path=str(log_dir), cache_dir=str(tmp_path))
     with pytest.raises(ValueError, match="3 time steps .* set horizon=3"):
         env.reset(4, "logistic", environment_rng("yahoo", 0))
+    with pytest.raises(ValueError, match="3 time steps"):
+        env.check(horizon=4)
+    env.check(horizon=3)
+    env.check()
 
 
 def test_parsed_log_is_cached_on_disk_and_reused(log_dir, tmp_path, monkeypatch):

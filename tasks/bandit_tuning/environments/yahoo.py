@@ -49,17 +49,22 @@ class Yahoo(Environment):
     def log(self) -> ClickLog:
         return r6a_log(self.path, self.cache_dir, self.bucket_seconds)
 
-    def check(self) -> None:
+    def check(self, horizon: int | None = None) -> None:
         """Find, parse (once; cached) and check the click log before any cell runs."""
-        self.log()
-
-    def reset(self, horizon: int, reward_model: str, rng: np.random.Generator) -> None:
         log = self.log()
+        if horizon is not None:
+            self._check_horizon(log, horizon)
+
+    def _check_horizon(self, log: ClickLog, horizon: int) -> None:
         if horizon > log.n_steps:
             raise ValueError(
                 f"the Yahoo! log has {log.n_steps} time steps of {self.bucket_seconds} s, fewer "
                 f"than horizon={horizon}; set horizon={log.n_steps} or less (003 uses T=2881)"
             )
+
+    def reset(self, horizon: int, reward_model: str, rng: np.random.Generator) -> None:
+        log = self.log()
+        self._check_horizon(log, horizon)
         self._log = log
         longest = float(np.linalg.norm(log.article_features, axis=1).max())
         self._article_features = log.article_features / (longest if longest > 0 else 1.0)
