@@ -1,0 +1,268 @@
+"""``python -m sweeper.report NAME [--out DIR]``: an experiment's tables and figures.
+
+``build_report`` reads experiment NAME back from MLflow (``load``), groups its cells by
+the sweeps' axes (``axes``) as the experiment's ``report:`` section asks (``spec``), and
+writes into DIR (default ``reports/NAME/``):
+
+- ``tables/NAME.md`` and ``.csv`` (tidy, one row per cell group) and ``NAME_wide.csv``
+  (the displayed layout) for each table: mean +- sd of the final regret, the mean
+  runtime, the tables an experiment adds (pivoted axes, cumulative reward, best grid
+  value), each beside the published numbers for the same cells (``published`` module of
+  the task); ``paired`` (differences against a reference tuner on matched seeds) and
+  ``failed`` (every FAILED cell with its error);
+- ``figures/*.png``: regret curves (+-1 sd), the tuners' hyperparameters over time;
+- ``cells.csv`` (every cell used), ``report.md`` (all tables) and ``index.html``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib
+import importlib.util
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from sweeper.grid import CONF_DIR
+from sweeper.report import figures, html, stats, tables
+from sweeper.report.axes import Axis, build_axes
+from sweeper.report.load import Loaded, ReportError, load_experiment
+from sweeper.report.spec import ReportSpec, parse, section_from_file
+from sweeper.tracking import resolve_uri
+
+__all__ = ["Report", "ReportError", "build_report"]
+
+
+@dataclass
+class Report:
+    """What a report wrote and what it found."""
+
+    name: str
+    out: Path
+    cells: pd.DataFrame
+    axes: list[Axis]
+    tables: dict[str, tables.Table]
+    figures: list[tuple[str, str]]
+    files: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> int:
+        return int((self.cells["status"] == "FAILED").sum())
+
+
+@dataclass
+class Published:
+    entries: list[Any] = field(default_factory=list)
+    captions: dict[str, str] = field(default_factory=dict)
+    display_names: dict[str, str] = field(default_factory=dict)
+    axis_names: dict[str, str] = field(default_factory=dict)
+    module: str = ""
+
+
+def find_published(paths: Iterable[str]) -> Published:
+    """The task's ``published`` module: the first ``<package>.published`` found by walking
+    up the packages of the dotted paths in the cells' configs (the cell function, the
+    ``_target_`` classes). It may define PUBLISHED, TABLES, DISPLAY_NAMES and AXIS_NAMES."""
+    tried: set[str] = set()
+    for path in paths:
+        parts = str(path).split(".")
+        for depth in range(len(parts) - 1, 0, -1):
+            candidate = ".".join(parts[:depth] + ["published"])
+            if candidate in tried:
+                continue
+            tried.add(candidate)
+            try:
+                if importlib.util.find_spec(candidate) is None:
+                    continue
+                module = importlib.import_module(candidate)
+            except Exception:
+                continue
+            return Published(
+                list(getattr(module, "PUBLISHED", [])),
+                dict(getattr(module, "TABLES", {})),
+                dict(getattr(module, "DISPLAY_NAMES", {})),
+                dict(getattr(module, "AXIS_NAMES", {})),
+                candidate,
+            )
+    return Published()
+
+
+def _dotted_paths(loaded: Loaded) -> list[str]:
+    paths: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, Mapping):
+            for key, value in node.items():
+                if key in ("cell", "_target_") and isinstance(value, str):
+                    paths.append(value)
+                else:
+                    walk(value)
+
+    walk(loaded.config)
+    for config in loaded.cells.get("config", [])[:50]:
+        walk(config)
+    return list(dict.fromkeys(paths))
+
+
+def report_section(loaded: Loaded, conf_dir: Path) -> dict[str, Any]:
+    """The recorded ``report:`` section, updated key by key by conf/exp/NAME.yaml's."""
+    section = dict(loaded.config.get("report") or {})
+    section.update(section_from_file(loaded.name, conf_dir))
+    return section
+
+
+def build_report(
+    name: str,
+    out: str | Path | None = None,
+    tracking_uri: str | None = None,
+    reference: str | None = None,
+    conf_dir: Path = CONF_DIR,
+) -> Report:
+    """Read experiment ``name`` from MLflow and write its report into ``out``."""
+    uri = resolve_uri(tracking_uri)
+    loaded = load_experiment(name, uri)
+    if not len(loaded.cells):
+        raise ReportError(f"experiment '{name}' at {uri} has no cell runs yet")
+    spec = parse(report_section(loaded, conf_dir), reference)
+    published = find_published(_dotted_paths(loaded))
+    cells, axes = build_axes(loaded, spec, published.display_names, published.axis_names)
+    notes = list(loaded.notes)
+    out = Path(out) if out is not None else Path("reports") / name
+
+    built: dict[str, tables.Table] = {}
+    for table_spec in spec.tables:
+        finished = cells[cells["status"] == "FINISHED"]
+        has_metric = table_spec.metric in cells and finished[table_spec.metric].notna().any()
+        if len(finished) and not has_metric:
+            notes.append(f"table '{table_spec.name}': no cell recorded {table_spec.metric}")
+            continue
+        built[table_spec.name] = tables.metric_table(
+            cells, axes, table_spec, published.entries, published.captions
+        )
+    if spec.optimum_axis:
+        built["optimum"] = tables.optimum_table(
+            cells,
+            axes,
+            spec.optimum_axis,
+            spec.optimum_metric,
+            published.entries,
+            spec.optimum_published,
+            published.captions,
+        )
+    paired_axis = tables.find_axis(axes, spec.paired_axis)
+    if spec.paired and paired_axis is not None and len(paired_axis.values) > 1:
+        table, paired_notes = stats.paired_table(
+            cells,
+            axes,
+            spec.paired_axis,
+            spec.reference,
+            spec.paired_metric,
+            explicit=reference is not None or spec.reference is not None,
+        )
+        built["paired"] = table
+        notes += paired_notes
+    built["failed"] = tables.failures_table(cells, axes, loaded.unfinished)
+
+    written = _write(out, loaded, spec, cells, axes, built, notes)
+    return Report(name, out, cells, axes, built, written[1], written[0], notes)
+
+
+def _line_axes(spec: ReportSpec, axes: list[Axis]) -> list[Axis]:
+    line = [a for k in spec.pivot if (a := tables.find_axis(axes, k)) is not None]
+    tuner = tables.find_axis(axes, "tuner")
+    if tuner is not None and tuner not in line:
+        line.append(tuner)
+    return line
+
+
+def _write(
+    out: Path,
+    loaded: Loaded,
+    spec: ReportSpec,
+    cells: pd.DataFrame,
+    axes: list[Axis],
+    built: dict[str, tables.Table],
+    notes: list[str],
+) -> tuple[list[Path], list[tuple[str, str]]]:
+    table_dir, figure_dir = out / "tables", out / "figures"
+    for directory, patterns in ((table_dir, ("*.md", "*.csv")), (figure_dir, ("*.png",))):
+        directory.mkdir(parents=True, exist_ok=True)
+        for stale in (p for pattern in patterns for p in directory.glob(pattern)):
+            stale.unlink()
+    files: list[Path] = []
+    linked: list[tuple[tables.Table, list[str]]] = []
+    for name, table in built.items():
+        md, tidy, wide = (
+            table_dir / f"{name}.md",
+            table_dir / f"{name}.csv",
+            table_dir / f"{name}_wide.csv",
+        )
+        md.write_text(tables.to_markdown(table))
+        table.tidy.to_csv(tidy, index=False)
+        tables.wide_frame(table).to_csv(wide, index=False)
+        files += [md, tidy, wide]
+        linked.append((table, [f"tables/{p.name}" for p in (md, tidy, wide)]))
+    cells_csv = out / "cells.csv"
+    tables.cells_table(cells, axes).to_csv(cells_csv, index=False)
+    files.append(cells_csv)
+
+    drawn: list[tuple[str, str]] = []
+    line_axes = _line_axes(spec, axes)
+    options = spec.figures
+    only = options.get("lines")
+    if options.get("curves", True):
+        has_changes = "change_points" in cells and cells["change_points"].map(bool).any()
+        caption = (
+            "Cumulative regret, mean over seeds with a ±1 standard deviation band, one panel "
+            "per algorithm and dataset (003 Figure 2)"
+            + ("; dashed lines mark the environment's change points." if has_changes else ".")
+        )
+        if figures.curves_figure(cells, axes, line_axes, figure_dir / "regret.png", only):
+            drawn.append(("figures/regret.png", caption))
+    if options.get("hyperparameters", True):
+        smooth = int(options.get("smooth") or 0)
+        for filename, caption in figures.hyperparameter_figures(
+            cells, axes, line_axes, figure_dir, only, smooth
+        ):
+            drawn.append((f"figures/{filename}", caption))
+    files += [out / path for path, _ in drawn]
+
+    title = spec.title or f"Report: {loaded.name}"
+    finished = int((cells["status"] == "FINISHED").sum())
+    failed = int((cells["status"] == "FAILED").sum())
+    meta = [
+        loaded.description,
+        f"MLflow experiment '{loaded.name}' at {loaded.uri}: {len(cells)} cells from "
+        f"{loaded.sweeps} sweep(s), {finished} FINISHED, {failed} FAILED"
+        + (f", {len(loaded.unfinished)} unfinished" if loaded.unfinished else "")
+        + f". Seeds: {_seeds(cells)}.",
+        f"Generated {_dt.datetime.now().isoformat(timespec='seconds')} by "
+        f"python -m sweeper.report {loaded.name}.",
+    ]
+    meta = [m for m in meta if m]
+    summary = "\n".join(tables.to_markdown(t) for t in built.values())
+    report_md = out / "report.md"
+    report_md.write_text(
+        f"# {title}\n\n"
+        + "\n\n".join(meta)
+        + "\n\n"
+        + "".join(f"> {note}\n\n" for note in notes)
+        + summary
+        + "\n## Figures\n\n"
+        + "".join(f"![{caption}]({path})\n\n" for path, caption in drawn)
+    )
+    index = out / "index.html"
+    index.write_text(html.page(title, meta, notes, linked, drawn))
+    files += [report_md, index]
+    return files, drawn
+
+
+def _seeds(cells: pd.DataFrame) -> str:
+    seeds = sorted(int(s) for s in cells["seed"].dropna().unique())
+    if seeds and seeds == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 2:
+        return f"{seeds[0]}..{seeds[-1]} ({len(seeds)})"
+    return ", ".join(map(str, seeds)) or "none"

@@ -1,0 +1,49 @@
+"""``python -m sweeper.report NAME [--out DIR] [--tracking-uri URI] [--reference TUNER]``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from sweeper.report import ReportError, build_report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m sweeper.report",
+        description="Tables (Markdown, CSV), figures (PNG) and index.html of an experiment "
+        "read back from MLflow.",
+    )
+    parser.add_argument("name", help="the experiment (MLflow experiment name), e.g. smoke")
+    parser.add_argument("--out", help="output directory (default: reports/NAME)")
+    parser.add_argument(
+        "--tracking-uri",
+        help="MLflow tracking URI when $MLFLOW_TRACKING_URI is unset "
+        "(default: sqlite:///mlflow.db in the working directory)",
+    )
+    parser.add_argument(
+        "--reference",
+        help="the tuner the paired statistics compare with (default: the experiment's "
+        "report.paired.reference, else cdt)",
+    )
+    args = parser.parse_args(argv)
+    try:
+        report = build_report(args.name, args.out, args.tracking_uri, args.reference)
+    except ReportError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    for note in report.notes:
+        print(f"note: {note}")
+    finished = len(report.cells) - report.failed
+    print(
+        f"report '{report.name}': {len(report.cells)} cells ({finished} finished, "
+        f"{report.failed} failed), {len(report.tables)} tables, {len(report.figures)} figures"
+    )
+    if report.failed:
+        print(f"  {report.failed} FAILED cell(s) are listed in {report.out / 'tables/failed.md'}")
+    print(f"  open {report.out / 'index.html'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,163 @@
+"""The axes a report groups cells by: the sweeps' grid keys, plus any other config key that
+varies between cells that the grid keys do not tell apart (e.g. two sweeps run with
+different horizons), so cells of different settings are never averaged together.
+
+Each cell gets one column per axis, ``@KEY``, holding the canonical text of its value
+(``canon``): group axes (algorithm, tuner, dataset) hold option names, others the value
+at that dotted key of the cell config.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from sweeper.cells import flatten
+from sweeper.report.load import GROUP_TAGS, Loaded
+from sweeper.report.spec import ReportSpec
+
+NULL = "null"
+
+
+def canon(value: Any) -> str:
+    """Canonical text of a config value: 1.0 -> '1', [0.1, 1.0] -> '[0.1, 1]', None -> 'null'."""
+    if value is None:
+        return NULL
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        if math.isfinite(value) and value.is_integer():
+            return str(int(value))
+        return repr(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{k}: {canon(v)}" for k, v in sorted(value.items())) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(canon(v) for v in value) + "]"
+    if hasattr(value, "tolist"):
+        return canon(value.tolist())
+    return str(value)
+
+
+def column(key: str) -> str:
+    return f"@{key}"
+
+
+@dataclass
+class Axis:
+    key: str
+    name: str
+    group: bool
+    values: list[str] = field(default_factory=list)  # canonical, in display order
+    labels: dict[str, str] = field(default_factory=dict)  # canonical -> label
+    shown: bool = True
+
+    @property
+    def column(self) -> str:
+        return column(self.key)
+
+    @property
+    def header(self) -> str:
+        return self.name.capitalize() if self.group else self.name
+
+    def label(self, value: str) -> str:
+        return self.labels.get(value, "default" if value == NULL else value)
+
+    def accepts(self, value: Any, wanted: Any) -> bool:
+        """Does the cell value ``value`` (canonical) equal ``wanted`` (a value or a label)?"""
+        text = canon(wanted).casefold()
+        return text in (value.casefold(), self.label(value).casefold())
+
+
+def _select(config: Mapping[str, Any], key: str) -> Any:
+    node: Any = config
+    for part in key.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _sort_key(text: str) -> tuple[int, float, str]:
+    try:
+        return (0, float(text), text)
+    except ValueError:
+        return (1, 0.0, text)
+
+
+def build_axes(
+    loaded: Loaded,
+    spec: ReportSpec,
+    display_names: Mapping[str, str] | None = None,
+    axis_names: Mapping[str, str] | None = None,
+) -> tuple[pd.DataFrame, list[Axis]]:
+    """The cells with an ``@KEY`` column per axis, and the axes in display order."""
+    cells = loaded.cells.copy()
+    display_names = dict(display_names or {})
+    axis_names = dict(axis_names or {})
+    configs = [c if isinstance(c, Mapping) else {} for c in cells.get("config", [])]
+
+    keys = [g for g in GROUP_TAGS if g in cells and cells[g].notna().any()]
+    keys += [k for k in loaded.grid if k not in keys and k not in ("seed", "seeds")]
+    keys += [k for k in spec.pivot if k not in keys]
+    for table in spec.tables:
+        keys += [k for k in table.pivot if k not in keys]
+    if spec.optimum_axis and spec.optimum_axis not in keys:
+        keys.append(spec.optimum_axis)
+
+    for key in keys:
+        if key in GROUP_TAGS:
+            cells[column(key)] = cells[key].fillna("").astype(str)
+        else:
+            cells[column(key)] = [canon(_select(c, key)) for c in configs]
+    for key in _implicit_axes(cells, configs, keys):
+        keys.append(key)
+        cells[column(key)] = [canon(_select(c, key)) for c in configs]
+
+    axes = []
+    for key in keys:
+        settings = spec.axes.get(key, {})
+        group = key in GROUP_TAGS
+        labels = {}
+        if group:
+            labels = {v: display_names.get(v, v) for v in cells[column(key)].unique()}
+        for label, value in (settings.get("labels") or {}).items():
+            labels[canon(value)] = str(label)
+        present = list(dict.fromkeys(cells[column(key)]))
+        order = [canon(v) for v in loaded.grid.get(key, [])]
+        order += [canon(v) for v in (settings.get("labels") or {}).values()]
+        values = [v for v in dict.fromkeys(order) if v in present]
+        values += sorted((v for v in present if v not in values), key=_sort_key)
+        name = str(settings.get("name") or axis_names.get(key) or key)
+        requested = key in spec.pivot or key == spec.optimum_axis
+        requested = requested or any(key in t.pivot for t in spec.tables)
+        axes.append(
+            Axis(key, name, group, values, labels, shown=group or requested or len(values) > 1)
+        )
+    return cells, axes
+
+
+def _implicit_axes(
+    cells: pd.DataFrame, configs: list[Mapping[str, Any]], keys: list[str]
+) -> list[str]:
+    """Config keys (not the seed) that differ between cells the declared axes do not separate."""
+    if len(cells) < 2:
+        return []
+    flat = pd.DataFrame([{k: canon(v) for k, v in flatten(c).items()} for c in configs])
+    flat = flat.drop(columns=[c for c in flat if c == "seed"], errors="ignore").fillna(NULL)
+    declared = [column(k) for k in keys]
+    groups = cells[declared].astype(str).agg("\x1f".join, axis=1).to_numpy()
+    flat["__group"] = groups
+    extra = []
+    counts = flat.groupby("__group").nunique()
+    for key in counts.columns:
+        if key in keys or any(key.startswith(f"{k}.") for k in keys if k not in GROUP_TAGS):
+            continue
+        if (counts[key] > 1).any():
+            extra.append(key)
+    return extra

@@ -1,0 +1,231 @@
+"""Figures (PNG, matplotlib's Agg backend), drawn from the downsampled curves of the cells
+tables: cumulative regret with a +-1 standard deviation band per tuner, one panel per
+algorithm and dataset (003 Figure 2's grid), with a switching environment's change points
+marked when the cells recorded them (003 Appendix A.3, Figure 4); and the hyperparameter
+each tuner chose over time, median and interquartile band across seeds.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from sweeper.report.axes import Axis  # noqa: E402
+
+PANEL = (4.2, 3.0)
+MAX_COLUMNS = 4
+
+
+def _layout(cells: pd.DataFrame, axes: Sequence[Axis], line_axes: Sequence[Axis]):
+    panel_axes = [a for a in axes if a.shown and a not in line_axes]
+    present = set(map(tuple, cells[[a.column for a in panel_axes]].astype(str).to_numpy()))
+    panels = [c for c in itertools.product(*(a.values for a in panel_axes)) if c in present] or [()]
+    return panel_axes, panels
+
+
+def _lines(
+    cells: pd.DataFrame, line_axes: Sequence[Axis], only: Sequence[Any] | None
+) -> list[tuple[tuple[str, ...], str]]:
+    """Line identities (axis values) and legend labels, in display order (``only`` first)."""
+    present = set(map(tuple, cells[[a.column for a in line_axes]].astype(str).to_numpy()))
+    combos = [c for c in itertools.product(*(a.values for a in line_axes)) if c in present]
+    if only:
+        tuner = next((i for i, a in enumerate(line_axes) if a.key == "tuner"), 0)
+        axis = line_axes[tuner]
+        ranked = []
+        for wanted in only:
+            ranked += [c for c in combos if axis.accepts(c[tuner], wanted) and c not in ranked]
+        combos = ranked
+    return [(c, " / ".join(a.label(v) for a, v in zip(line_axes, c, strict=True))) for c in combos]
+
+
+def _stack(frame: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """Rows of ``column`` (arrays at the rows' ``curve_step``) on one grid of rounds."""
+    pairs = []
+    for steps, values in zip(frame["curve_step"], frame[column], strict=True):
+        if steps is None or values is None or not hasattr(values, "__len__"):
+            continue
+        steps = np.asarray(steps, dtype=float)
+        values = np.asarray(values, dtype=float)
+        if len(steps) and len(steps) == len(values):
+            pairs.append((steps, values))
+    if not pairs:
+        return None
+    grid = max((s for s, _ in pairs), key=lambda s: (s[-1], len(s)))
+    rows = [v if np.array_equal(s, grid) else np.interp(grid, s, v) for s, v in pairs]
+    return grid, np.vstack(rows)
+
+
+def _grid(n: int, rows_hint: int) -> tuple[int, int]:
+    if rows_hint > 1 and n % rows_hint == 0 and n // rows_hint <= MAX_COLUMNS:
+        return rows_hint, n // rows_hint
+    columns = min(n, MAX_COLUMNS)
+    return int(np.ceil(n / columns)), columns
+
+
+def _figure(panels: int, rows_hint: int):
+    rows, columns = _grid(panels, rows_hint)
+    fig, grid = plt.subplots(
+        rows,
+        columns,
+        figsize=(PANEL[0] * columns, PANEL[1] * rows + 0.8),
+        squeeze=False,
+        constrained_layout=True,
+    )
+    flat = list(grid.ravel())
+    for extra in flat[panels:]:
+        extra.set_visible(False)
+    return fig, flat[:panels]
+
+
+def _panel_title(panel_axes: Sequence[Axis], combo: Sequence[str]) -> str:
+    parts = [
+        a.label(v) if a.group else f"{a.name}={a.label(v)}"
+        for a, v in zip(panel_axes, combo, strict=True)
+    ]
+    return ", ".join(p for p in parts if p)
+
+
+def _select(cells: pd.DataFrame, axes: Sequence[Axis], combo: Sequence[str]) -> pd.DataFrame:
+    mask = np.ones(len(cells), dtype=bool)
+    for a, v in zip(axes, combo, strict=True):
+        mask &= (cells[a.column] == v).to_numpy()
+    return cells[mask]
+
+
+def _legend(fig, ax_list) -> None:
+    handles, labels = {}, []
+    for ax in ax_list:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            if label not in handles:
+                handles[label] = handle
+                labels.append(label)
+    if labels:
+        fig.legend(
+            [handles[label] for label in labels],
+            labels,
+            loc="outside lower center",
+            ncol=min(len(labels), 6),
+            frameon=False,
+        )
+
+
+def curves_figure(
+    cells: pd.DataFrame,
+    axes: Sequence[Axis],
+    line_axes: Sequence[Axis],
+    path: Path,
+    only: Sequence[Any] | None = None,
+    title: str = "",
+) -> bool:
+    """Mean cumulative regret +- 1 sd over seeds, one line per ``line_axes`` value."""
+    finished = cells[cells["status"] == "FINISHED"]
+    if "curve_regret" not in finished or not len(finished):
+        return False
+    panel_axes, panels = _layout(finished, axes, line_axes)
+    lines = _lines(finished, line_axes, only)
+    colors = {label: f"C{i % 10}" for i, (_, label) in enumerate(lines)}
+    rows_hint = len(panel_axes[0].values) if len(panel_axes) > 1 else 1
+    fig, ax_list = _figure(len(panels), rows_hint)
+    for ax, combo in zip(ax_list, panels, strict=True):
+        frame = _select(finished, panel_axes, combo)
+        for line, label in lines:
+            stacked = _stack(_select(frame, line_axes, line), "curve_regret")
+            if stacked is None:
+                continue
+            steps, values = stacked
+            mean = values.mean(axis=0)
+            sd = values.std(axis=0, ddof=1) if len(values) > 1 else np.zeros_like(mean)
+            ax.plot(steps, mean, color=colors[label], label=f"{label}", lw=1.4)
+            ax.fill_between(steps, mean - sd, mean + sd, color=colors[label], alpha=0.18, lw=0)
+        points = sorted({p for ps in frame.get("change_points", []) for p in (ps or [])})
+        for i, point in enumerate(points):
+            ax.axvline(
+                point, color="0.35", ls="--", lw=0.9, label="change point" if i == 0 else None
+            )
+        ax.set_title(_panel_title(panel_axes, combo), fontsize=10)
+        ax.set_xlabel("round t")
+        ax.set_ylabel("cumulative regret")
+        ax.grid(alpha=0.3)
+    if title:
+        fig.suptitle(title)
+    _legend(fig, ax_list)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return True
+
+
+def hyperparameter_figures(
+    cells: pd.DataFrame,
+    axes: Sequence[Axis],
+    line_axes: Sequence[Axis],
+    directory: Path,
+    only: Sequence[Any] | None = None,
+    smooth: int = 0,
+) -> list[tuple[str, str]]:
+    """One figure per tuned hyperparameter: median and interquartile band across seeds.
+
+    ``smooth`` > 1 first averages each seed's trace over that many consecutive points (a
+    tuner that samples its value every round, like TL's EXP3, otherwise draws noise).
+    """
+    finished = cells[cells["status"] == "FINISHED"]
+    written = []
+    for column in sorted(c for c in finished.columns if c.startswith("hp_")):
+        with_trace = finished[finished[column].map(lambda v: hasattr(v, "__len__"))]
+        if not len(with_trace):
+            continue
+        name = column.removeprefix("hp_")
+        panel_axes, panels = _layout(with_trace, axes, line_axes)
+        lines = _lines(finished, line_axes, only)
+        colors = {label: f"C{i % 10}" for i, (_, label) in enumerate(lines)}
+        rows_hint = len(panel_axes[0].values) if len(panel_axes) > 1 else 1
+        fig, ax_list = _figure(len(panels), rows_hint)
+        drawn = False
+        for ax, combo in zip(ax_list, panels, strict=True):
+            frame = _select(with_trace, panel_axes, combo)
+            for line, label in lines:
+                stacked = _stack(_select(frame, line_axes, line), column)
+                if stacked is None or np.all(np.isnan(stacked[1])):
+                    continue
+                steps, values = stacked
+                if smooth > 1:
+                    values = (
+                        (pd.DataFrame(values.T).rolling(smooth, min_periods=1, center=True).mean())
+                        .to_numpy()
+                        .T
+                    )
+                low, median, high = np.nanpercentile(values, [25, 50, 75], axis=0)
+                ax.plot(steps, median, color=colors[label], label=label, lw=1.4)
+                ax.fill_between(steps, low, high, color=colors[label], alpha=0.18, lw=0)
+                drawn = True
+            ax.set_title(_panel_title(panel_axes, combo), fontsize=10)
+            ax.set_xlabel("round t")
+            ax.set_ylabel(name)
+            ax.grid(alpha=0.3)
+        fig.suptitle(f"{name}: median and interquartile band over seeds", fontsize=10)
+        _legend(fig, ax_list)
+        filename = f"hp_{name}.png"
+        if drawn:
+            fig.savefig(directory / filename, dpi=100)
+            smoothed = (
+                f", each seed's trace averaged over {smooth} points first" if smooth > 1 else ""
+            )
+            written.append(
+                (
+                    filename,
+                    f"The {name} each tuner chose over time: median across seeds with the "
+                    f"interquartile band{smoothed} (rounds of a warm-up, when no tuner acts, "
+                    "are blank).",
+                )
+            )
+        plt.close(fig)
+    return written

@@ -1,0 +1,399 @@
+"""Read an experiment back from MLflow (the layout of sweeper/tracking.py).
+
+Each sweep's parent run (tag ``role=sweep``) contributes its ``config.yaml`` and its
+consolidated ``cells.parquet`` (one download per sweep); one search per sweep lists only
+the runs it logged after its table's last flush (tag ``table_until``), as the sweeper's
+resume index does (beyond MAX_INDEX_PARENTS sweeps: one search of all cell runs). A cell
+is represented by its newest FINISHED run, else its newest FAILED run; a chosen run that
+no table holds (a sweep killed before it wrote its table) is rebuilt from the run itself:
+its metrics, its ``regret`` history and its params. Cell artifacts (``cell.npz``) are never
+downloaded here.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+from mlflow import MlflowClient
+from mlflow.entities import ViewType
+
+from sweeper.tracking import CELLS_TABLE, PAGE
+
+MAX_INDEX_PARENTS = 16
+"""Past this many sweeps in one experiment, one search of all cell runs replaces the
+per-sweep searches (as the sweeper's resume index does)."""
+CLOCK_MARGIN_MS = 5_000
+
+GROUP_TAGS = ("algorithm", "tuner", "dataset")
+CHANGE_POINT_WORD = "change_point"
+"""Params or config keys containing this word locate a switching environment's changes."""
+
+
+class ReportError(ValueError):
+    """Bad input to the report: an unknown experiment, a missing store, a bad report spec."""
+
+
+@dataclass
+class Loaded:
+    """An experiment's cells, one row each, and the configs of its sweeps."""
+
+    name: str
+    uri: str
+    cells: pd.DataFrame
+    config: dict[str, Any]
+    grid: dict[str, list[Any]]
+    sweeps: int
+    description: str = ""
+    unfinished: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def client_for(uri: str) -> MlflowClient:
+    """An MLflow client, refusing to create an empty sqlite store where none exists."""
+    if uri.startswith("sqlite:///"):
+        path = Path(uri.removeprefix("sqlite:///"))
+        if not path.exists():
+            raise ReportError(
+                f"no MLflow store at {path.resolve()} (tracking URI {uri}); run the sweep "
+                "first (python -m sweeper +exp=NAME) or point --tracking-uri or "
+                "$MLFLOW_TRACKING_URI at the store that holds it"
+            )
+    return MlflowClient(tracking_uri=uri)
+
+
+def search_all(client: MlflowClient, experiment_id: str, filter_string: str = "") -> list[Any]:
+    runs, token = [], None
+    while True:
+        page = client.search_runs(
+            [experiment_id],
+            filter_string=filter_string,
+            run_view_type=ViewType.ACTIVE_ONLY,
+            max_results=PAGE,
+            page_token=token,
+        )
+        runs.extend(page)
+        token = page.token
+        if not token:
+            return runs
+
+
+@dataclass
+class _Candidate:
+    """One run of a cell, as a sweep table row and/or as the run itself."""
+
+    run_id: str
+    status: str
+    start_time: int
+    order: int
+    row: dict[str, Any] | None = None
+    run: Any = None
+
+
+def load_experiment(name: str, uri: str) -> Loaded:
+    client = client_for(uri)
+    experiment = client.get_experiment_by_name(name)
+    if experiment is None or experiment.lifecycle_stage == "deleted":
+        names = sorted(e.name for e in client.search_experiments())
+        raise ReportError(
+            f"no experiment '{name}' in the MLflow store {uri}; experiments there: "
+            f"{', '.join(names) or 'none'}. Run it first: python -m sweeper +exp={name}"
+        )
+    experiment_id = experiment.experiment_id
+    parents = sorted(
+        search_all(client, experiment_id, "tags.role = 'sweep'"), key=lambda r: r.info.start_time
+    )
+    notes: list[str] = []
+    configs: list[dict[str, Any]] = []
+    candidates: dict[str, _Candidate] = {}
+    order = 0
+
+    def add(run_id: str, status: str, start: Any, row=None, run=None) -> None:
+        nonlocal order
+        order += 1
+        found = candidates.get(run_id)
+        if found is None:
+            start = int(_number(start) or 0)
+            candidates[run_id] = _Candidate(run_id, status, start, order, row, run)
+            return
+        if row is not None:
+            found.row = row
+        if run is not None:  # the run's own status and start time are authoritative
+            found.run, found.status, found.start_time = run, status, int(start)
+
+    lean = len(parents) <= MAX_INDEX_PARENTS
+    with tempfile.TemporaryDirectory() as tmp:
+        for index, parent in enumerate(parents):
+            run_id = parent.info.run_id
+            config = _download_yaml(client, run_id, "config.yaml", Path(tmp) / f"{index}")
+            if config is not None:
+                configs.append(config)
+            table = _download_table(client, run_id, Path(tmp) / f"{index}")
+            until = 0
+            if table is None:
+                notes.append(f"sweep run {run_id} has no {CELLS_TABLE}; its cells come from runs")
+            else:
+                until = int(_number(parent.data.tags.get("table_until")) or 0) - CLOCK_MARGIN_MS
+                for row in table.to_dict("records"):
+                    if row.get("run_id") and row.get("cell_key"):
+                        add(str(row["run_id"]), str(row.get("status")), row.get("start_time"), row)
+            if lean:  # only the runs logged after the table's last flush
+                delta = search_all(
+                    client,
+                    experiment_id,
+                    f"tags.`mlflow.parentRunId` = '{run_id}' and attributes.start_time >= "
+                    f"{max(until, 0)}",
+                )
+                for run in delta:
+                    if run.data.tags.get("cell_key"):
+                        add(run.info.run_id, run.info.status, run.info.start_time, run=run)
+    if not lean:
+        for run in search_all(client, experiment_id, "tags.cell_key != ''"):
+            add(run.info.run_id, run.info.status, run.info.start_time, run=run)
+
+    chosen, unfinished, superseded = _choose(candidates.values())
+    top_keys = _config_keys(configs)
+    rows, rebuilt = [], 0
+    for candidate in chosen:
+        if candidate.row is None:
+            row = _row_from_run(client, candidate.run, top_keys)
+            rebuilt += 1
+        else:
+            row = {k: v for k, v in candidate.row.items() if not _is_missing(v)}
+            if isinstance(row.get("config"), str):
+                row["config"] = json.loads(row["config"])
+        row["status"] = candidate.status
+        row["start_time"] = candidate.start_time
+        if candidate.status == "FAILED" and not row.get("error"):
+            tags = candidate.run.data.tags if candidate.run is not None else {}
+            row["error"] = tags.get("error", "unknown error (no error tag)")
+        rows.append(row)
+    if rebuilt:
+        notes.append(
+            f"{rebuilt} cell(s) missing from the sweeps' {CELLS_TABLE} were read from their "
+            "runs' metrics (no hyperparameter trace for those)"
+        )
+    if superseded:
+        notes.append(
+            f"{superseded} older run(s) of cells that were run again are ignored "
+            "(the newest FINISHED run of each cell counts)"
+        )
+    _attach_change_points(client, rows, chosen)
+
+    cells = pd.DataFrame(rows)
+    if len(cells):
+        cells["seed"] = pd.to_numeric(cells["seed"], errors="coerce").astype("Int64")
+    newest = configs[-1] if configs else {}
+    return Loaded(
+        name=name,
+        uri=uri,
+        cells=cells,
+        config=newest,
+        grid=_grid_axes(configs),
+        sweeps=len(parents),
+        description=str((newest.get("experiment") or {}).get("description") or ""),
+        unfinished=unfinished,
+        notes=notes,
+    )
+
+
+def _number(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if np.isnan(number) else number
+
+
+def _is_missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and value != value)
+
+
+def _choose(candidates) -> tuple[list[_Candidate], list[dict[str, Any]], int]:
+    """Per cell key: the newest FINISHED run, else the newest FAILED one.
+
+    Cells with neither (runs left RUNNING or KILLED by a killed driver) come back apart.
+    """
+    by_key: dict[str, list[_Candidate]] = {}
+    for candidate in candidates:
+        key = candidate.row.get("cell_key") if candidate.row else None
+        key = key or (candidate.run.data.tags.get("cell_key") if candidate.run else None)
+        if key:
+            by_key.setdefault(str(key), []).append(candidate)
+    chosen, unfinished, superseded = [], [], 0
+    for key, runs in by_key.items():
+        runs.sort(key=lambda c: (c.start_time, c.order), reverse=True)
+        for status in ("FINISHED", "FAILED"):
+            matching = [c for c in runs if c.status == status]
+            if matching:
+                chosen.append(matching[0])
+                superseded += len(runs) - 1
+                break
+        else:
+            newest = runs[0]
+            unfinished.append(
+                {
+                    "cell_key": key,
+                    "run_id": newest.run_id,
+                    "status": newest.status,
+                    "label": newest.run.info.run_name if newest.run is not None else key[:12],
+                }
+            )
+    return chosen, unfinished, superseded
+
+
+def _attach_change_points(client: MlflowClient, rows: list[dict], chosen: list) -> None:
+    """``change_points`` per row, for cells whose config mentions change points.
+
+    A switching environment's cell records its change points as a result param (the same
+    for every seed of one config), so one run per distinct config (seed aside) is asked.
+    """
+    from sweeper.cells import canonical_json, flatten
+
+    asked: dict[str, list[float]] = {}
+    for row, candidate in zip(rows, chosen, strict=True):
+        config = row.get("config") if isinstance(row.get("config"), Mapping) else {}
+        if not any(CHANGE_POINT_WORD in k.lower() for k in flatten(config)):
+            row["change_points"] = []
+            continue
+        signature = canonical_json({k: v for k, v in config.items() if k != "seed"})
+        if signature not in asked and row.get("status") == "FINISHED":
+            run = candidate.run
+            try:
+                run = run if run is not None else client.get_run(candidate.run_id)
+                asked[signature] = _change_points(run.data.params, config)
+            except Exception:
+                asked[signature] = _change_points({}, config)
+        row["change_points"] = asked.get(signature, [])
+
+
+def _download_yaml(client: MlflowClient, run_id: str, path: str, into: Path) -> dict | None:
+    try:
+        into.mkdir(parents=True, exist_ok=True)
+        local = client.download_artifacts(run_id, path, str(into))
+        loaded = yaml.safe_load(Path(local).read_text())
+        return loaded if isinstance(loaded, dict) else None
+    except Exception:
+        return None
+
+
+def _download_table(client: MlflowClient, run_id: str, into: Path) -> pd.DataFrame | None:
+    try:
+        into.mkdir(parents=True, exist_ok=True)
+        return pd.read_parquet(client.download_artifacts(run_id, CELLS_TABLE, str(into)))
+    except Exception:
+        return None
+
+
+def _config_keys(configs: list[dict[str, Any]]) -> set[str]:
+    from sweeper.cells import ORCHESTRATION_KEYS
+
+    keys: set[str] = set()
+    for config in configs:
+        keys |= {k for k in config if k not in ORCHESTRATION_KEYS}
+    return keys
+
+
+def _grid_axes(configs: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """Every sweep.grid key (over all sweeps and blocks) with its values in grid order."""
+    axes: dict[str, list[Any]] = {}
+    for config in configs:
+        grid = (config.get("sweep") or {}).get("grid")
+        blocks = grid if isinstance(grid, list) else [grid] if isinstance(grid, dict) else []
+        for block in blocks:
+            if not isinstance(block, Mapping):
+                continue
+            for key, values in block.items():
+                values = values if isinstance(values, list) else [values]
+                known = axes.setdefault(str(key), [])
+                for value in values:
+                    if value not in known:
+                        known.append(value)
+    return axes
+
+
+def _parse_param(text: str) -> Any:
+    if text == "None":
+        return None
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return text
+
+
+def unflatten(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """{'a.b': 1} -> {'a': {'b': 1}} (the inverse of sweeper.cells.flatten)."""
+    nested: dict[str, Any] = {}
+    for key, value in flat.items():
+        node = nested
+        *parents, last = key.split(".")
+        for part in parents:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                break
+            node = child
+        else:
+            node[last] = value
+    return nested
+
+
+def _row_from_run(client: MlflowClient, run: Any, top_keys: set[str]) -> dict[str, Any]:
+    """A cell's row rebuilt from its run: tags, metrics, ``regret`` history, params."""
+    tags = run.data.tags
+    params = {k: _parse_param(v) for k, v in run.data.params.items()}
+    if top_keys:
+        params = {k: v for k, v in params.items() if k.split(".")[0] in top_keys}
+    row: dict[str, Any] = {
+        "cell_key": tags["cell_key"],
+        "run_id": run.info.run_id,
+        **{k: tags.get(k) for k in GROUP_TAGS},
+        "seed": tags.get("seed"),
+        "error": tags.get("error"),
+        "config": unflatten(params),
+        "source": "run",
+    }
+    if run.info.status == "FINISHED":
+        row.update({k: v for k, v in run.data.metrics.items() if k != "regret"})
+        history = sorted(client.get_metric_history(run.info.run_id, "regret"), key=lambda m: m.step)
+        row["curve_step"] = np.array([m.step for m in history])
+        row["curve_regret"] = np.array([m.value for m in history])
+    return row
+
+
+def _change_points(params: Mapping[str, str], config: Mapping[str, Any]) -> list[float]:
+    """Rounds at which a switching environment changes, if the cell recorded them.
+
+    Looked up in the run's params (a cell's result params) and then in its config: any key
+    containing ``change_point`` whose value is a list of rounds (or a comma-separated string).
+    """
+    from sweeper.cells import flatten
+
+    candidates = [v for k, v in params.items() if CHANGE_POINT_WORD in k.lower()]
+    candidates += [v for k, v in flatten(config).items() if CHANGE_POINT_WORD in k.lower()]
+    for value in candidates:
+        points = _as_rounds(value)
+        if points:
+            return points
+    return []
+
+
+def _as_rounds(value: Any) -> list[float]:
+    if isinstance(value, str):
+        parsed = _parse_param(value)
+        if isinstance(parsed, str):
+            parsed = [p for p in parsed.strip("[]() ").replace(";", ",").split(",") if p.strip()]
+        value = parsed
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        value = [value]
+    try:
+        points = [float(v) for v in value]
+    except (TypeError, ValueError):
+        return []
+    return [p for p in points if np.isfinite(p)]

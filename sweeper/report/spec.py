@@ -1,0 +1,208 @@
+"""What a report shows: the optional ``report:`` section of an experiment's YAML.
+
+Every key is optional::
+
+    report:
+      title: Candidate sets (003 Table 4)
+      axes:                          # per config key of a sweep axis
+        space.candidates:
+          name: candidates           # column header, and the key published cells use
+          labels: {C1: [0.1, 1, 2, 3, 4, 5], C2: [0.1, 0.25, 0.5]}   # label: value
+      pivot: space.candidates        # axes spread into side-by-side columns (with tuner)
+      tables:                        # default: regret (final_regret) and runtime (runtime_s)
+        - name: regret
+          metric: final_regret
+          where: {tuner.restart_multiplier: 3}     # keep only these cells
+          published: ["003 Table 4", {table: "003 Table 5", where: {T1: "T^(2/(p+3))"}}]
+      paired: {axis: tuner, reference: cdt, metric: final_regret}   # or false
+      optimum: {axis: tuner.value, metric: final_regret}            # 003 Table 3
+      figures: {curves: true, hyperparameters: true, lines: [cdt, tl, op, theory]}
+
+The section used is the one recorded in the newest sweep's ``config.yaml``, updated by
+the one in ``conf/exp/NAME.yaml`` as it is now (so layout edits need no rerun).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sweeper.report.load import ReportError
+
+METRICS: dict[str, tuple[str, str | None]] = {
+    "final_regret": ("Final cumulative regret", "min"),
+    "cumulative_reward": ("Cumulative reward", "max"),
+    "runtime_s": ("Mean runtime per cell (s)", None),
+}
+"""Known metrics: title and which direction is better (None: neither)."""
+
+DEFAULT_TABLES = (
+    {"name": "regret", "metric": "final_regret"},
+    {"name": "runtime", "metric": "runtime_s", "stat": "mean"},
+)
+SECTION_KEYS = {"title", "axes", "pivot", "tables", "paired", "optimum", "figures", "reference"}
+TABLE_KEYS = {"name", "metric", "title", "pivot", "where", "published", "stat"}
+
+
+@dataclass
+class PublishedChoice:
+    table: str
+    where: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class TableSpec:
+    name: str
+    metric: str
+    title: str
+    pivot: list[str]
+    where: dict[str, Any]
+    published: list[PublishedChoice] | None  # None: every table whose cells are all axes
+    stat: str = "mean_sd"
+
+    @property
+    def better(self) -> str | None:
+        return METRICS.get(self.metric, (self.metric, None))[1]
+
+
+@dataclass
+class ReportSpec:
+    title: str = ""
+    axes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    pivot: list[str] = field(default_factory=list)
+    tables: list[TableSpec] = field(default_factory=list)
+    paired_axis: str = "tuner"
+    reference: str | None = None
+    paired_metric: str = "final_regret"
+    paired: bool = True
+    optimum_axis: str | None = None
+    optimum_metric: str = "final_regret"
+    optimum_published: list[PublishedChoice] | None = None
+    figures: dict[str, Any] = field(default_factory=dict)
+
+
+def section_from_file(name: str, conf_dir: Path) -> dict[str, Any]:
+    """The ``report:`` section of conf/exp/NAME.yaml, or {} when there is none."""
+    path = conf_dir / "exp" / f"{name}.yaml"
+    if not path.is_file():
+        return {}
+    try:
+        loaded = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise ReportError(f"{path} is not valid YAML: {err}") from err
+    section = loaded.get("report") if isinstance(loaded, Mapping) else None
+    return dict(section or {})
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        return [value]
+    return list(value)
+
+
+def _published(value: Any, where: str) -> list[PublishedChoice] | None:
+    if value is None:
+        return None
+    if value is False:
+        return []
+    choices = []
+    for item in _as_list(value):
+        if isinstance(item, str):
+            choices.append(PublishedChoice(item))
+        elif isinstance(item, Mapping) and "table" in item:
+            choices.append(PublishedChoice(str(item["table"]), dict(item.get("where") or {})))
+        else:
+            raise ReportError(
+                f"report {where}: published entries are table names or "
+                f"{{table: NAME, where: {{...}}}}, got {item!r}"
+            )
+    return choices
+
+
+def parse(section: Mapping[str, Any] | None, reference: str | None = None) -> ReportSpec:
+    """Validate a ``report:`` section; ``reference`` (from the command line) wins."""
+    section = dict(section or {})
+    unknown = set(section) - SECTION_KEYS
+    if unknown:
+        raise ReportError(
+            f"report section: unknown key(s) {sorted(unknown)}; valid keys are "
+            f"{sorted(SECTION_KEYS)}"
+        )
+    spec = ReportSpec(title=str(section.get("title") or ""))
+    axes = section.get("axes") or {}
+    if not isinstance(axes, Mapping):
+        raise ReportError(f"report.axes maps config keys to {{name, labels}}, got {axes!r}")
+    for key, settings in axes.items():
+        settings = dict(settings or {})
+        bad = set(settings) - {"name", "labels"}
+        if bad:
+            raise ReportError(
+                f"report.axes.{key}: unknown setting(s) {sorted(bad)}; use name and labels"
+            )
+        if not isinstance(settings.get("labels") or {}, Mapping):
+            raise ReportError(f"report.axes.{key}.labels maps a label to a value")
+        spec.axes[str(key)] = settings
+    spec.pivot = [str(p) for p in _as_list(section.get("pivot"))]
+
+    tables = section.get("tables")
+    for index, table in enumerate(tables if tables is not None else DEFAULT_TABLES):
+        if not isinstance(table, Mapping) or "metric" not in table:
+            raise ReportError(f"report.tables[{index}] needs at least a metric, got {table!r}")
+        bad = set(table) - TABLE_KEYS
+        if bad:
+            raise ReportError(
+                f"report.tables[{index}]: unknown key(s) {sorted(bad)}; valid keys are "
+                f"{sorted(TABLE_KEYS)}"
+            )
+        metric = str(table["metric"])
+        stat = str(table.get("stat", "mean_sd"))
+        if stat not in ("mean_sd", "mean"):
+            raise ReportError(f"report.tables[{index}].stat is mean_sd or mean, got {stat!r}")
+        spec.tables.append(
+            TableSpec(
+                name=str(table.get("name") or metric),
+                metric=metric,
+                title=str(table.get("title") or METRICS.get(metric, (metric,))[0]),
+                pivot=[str(p) for p in _as_list(table.get("pivot", spec.pivot))],
+                where=dict(table.get("where") or {}),
+                published=_published(table.get("published"), f"tables[{index}]"),
+                stat=stat,
+            )
+        )
+    names = [t.name for t in spec.tables]
+    if len(set(names)) != len(names):
+        raise ReportError(f"report.tables: names must be distinct, got {names}")
+
+    paired = section.get("paired", {})
+    if paired is False:
+        spec.paired = False
+    elif isinstance(paired, Mapping):
+        spec.paired_axis = str(paired.get("axis", "tuner"))
+        spec.reference = paired.get("reference")
+        spec.paired_metric = str(paired.get("metric", "final_regret"))
+    else:
+        raise ReportError(f"report.paired is false or {{axis, reference, metric}}, got {paired!r}")
+    if section.get("reference") is not None:
+        spec.reference = section["reference"]
+    if reference is not None:
+        spec.reference = reference
+
+    optimum = section.get("optimum")
+    if optimum is not None:
+        optimum = {"axis": optimum} if isinstance(optimum, str) else dict(optimum)
+        if "axis" not in optimum:
+            raise ReportError("report.optimum needs the axis whose best value to report")
+        spec.optimum_axis = str(optimum["axis"])
+        spec.optimum_metric = str(optimum.get("metric", "final_regret"))
+        spec.optimum_published = _published(optimum.get("published"), "optimum")
+    figures = section.get("figures") or {}
+    if not isinstance(figures, Mapping):
+        raise ReportError(f"report.figures maps figure options, got {figures!r}")
+    spec.figures = dict(figures)
+    return spec

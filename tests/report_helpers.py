@@ -1,0 +1,22 @@
+"""Helpers for the report tests: a cell that fails on purpose for chosen seeds."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tasks.bandit_tuning.cell import run_cell
+
+
+def failing_cell(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``run_cell``, except that it raises for ``fail.seed`` of ``fail.tuner``.
+
+    Select it with ``cell=tests.report_helpers.failing_cell +fail.tuner=tl +fail.seed=1``.
+    """
+    fail = config.get("fail") or {}
+    if config["seed"] == fail.get("seed") and config["tuner"]["name"] == fail.get("tuner"):
+        raise RuntimeError(f"deliberate failure of {fail['tuner']} seed {config['seed']}")
+    return run_cell(config)
+
+
+failing_cell.validate = run_cell.validate

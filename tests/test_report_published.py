@@ -1,0 +1,178 @@
+"""The published numbers against the papers' text, and the report's building blocks."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from sweeper.report.axes import Axis, canon
+from sweeper.report.load import ReportError
+from sweeper.report.spec import TableSpec, parse
+from sweeper.report.stats import paired_difference
+from sweeper.report.tables import metric_table
+from tasks.bandit_tuning.published import DISPLAY_NAMES, PUBLISHED, TABLES, Published
+
+PAPERS = Path("/work/shared/papers")
+ALGORITHMS = {"linucb", "lints", "ucb_glm", "glm_tsl", "laplace_ts", "gloc", "sgd_ts"}
+TUNERS = {"theory", "fixed", "op", "tl", "tl_combined", "syndicated", "cdt"}
+
+
+def _paper(prefix: str) -> str:
+    found = sorted(PAPERS.glob(f"{prefix}_*.txt"))
+    if not found:
+        pytest.skip(f"paper {prefix} is not available here")
+    return found[0].read_text()
+
+
+def _rows(table: str, key) -> dict:
+    rows = defaultdict(list)
+    for entry in PUBLISHED:
+        if entry.table == table:
+            rows[key(entry)].append(entry.value)
+    return rows
+
+
+@pytest.mark.parametrize("table", ["003 Table 1", "003 Table 4", "003 Table 5", "003 Table 6"])
+def test_rows_of_003_tables_appear_in_the_paper(table):
+    text = _paper("003")
+    rows = _rows(table, lambda e: (e.cell["algorithm"], e.cell["dataset"]))
+    assert len(rows) == 14  # 7 algorithms x (simulation, Movielens)
+    for values in rows.values():
+        assert " ".join(f"{v:.2f}" for v in values) in text
+
+
+def test_table2_and_table3_rows_appear_in_the_paper():
+    text = _paper("003")
+    names = {"theory": "Theory", "cdt": "CDT", "op": "OP", "tl": "TL/Syndicated"}
+    names["syndicated"] = names["tl"]
+    rows = _rows("003 Table 2", lambda e: names[e.cell["tuner"]])
+    assert len(rows) == 4
+    for name, values in rows.items():
+        assert f"{name} " + " ".join(f"{v:.2f}" for v in values) in text
+    rows = _rows("003 Table 3", lambda e: e.cell["K"])
+    assert set(rows) == {60, 120}
+    for values in rows.values():
+        assert " ".join(f"{v:g}" for v in values) in text
+
+
+def test_002_table1_appears_in_the_paper():
+    text = _paper("002")
+    rows = _rows("002 Table 1", lambda e: (e.cell["algorithm"], e.cell["features"]))
+    assert len(rows) == 4
+    for best, regret, theory in rows.values():
+        assert f"{best:.1f}\t{regret:.2f} (" in text and f"\t{theory:.2f} (" in text
+
+
+def test_published_cells_name_config_options_and_cite_a_table():
+    for entry in PUBLISHED:
+        assert entry.table in TABLES
+        assert entry.cell["algorithm"] in ALGORITHMS
+        assert entry.cell.get("tuner", "theory") in TUNERS
+        assert entry.value > 0
+    # 003's "TL/Syndicated" column is Syndicated for the two-hyperparameter algorithms.
+    table4 = [e for e in PUBLISHED if e.table == "003 Table 4"]
+    assert {e.cell["tuner"] for e in table4 if e.cell["algorithm"] == "gloc"} == {
+        "syndicated",
+        "op",
+    }
+    assert {e.cell["tuner"] for e in table4 if e.cell["algorithm"] == "linucb"} == {"tl", "op"}
+    assert DISPLAY_NAMES["ucb_glm"] == "UCB-GLM"
+
+
+def test_canonical_values():
+    assert canon(1.0) == "1" and canon(0.25) == "0.25" and canon(None) == "null"
+    assert canon([0.1, 1.0, 2]) == "[0.1, 1, 2]" and canon(np.array([1.0, 2.5])) == "[1, 2.5]"
+    assert canon(True) == "true" and canon({"b": 1.0, "a": "x"}) == "{a: x, b: 1}"
+
+
+def test_paired_difference_against_scipy():
+    rng = np.random.default_rng(0)
+    d = rng.normal(1.0, 2.0, size=12)
+    result = paired_difference(d)
+    low, high = stats.t.interval(0.95, len(d) - 1, loc=d.mean(), scale=stats.sem(d))
+    assert result.n == 12 and np.isclose(result.mean, d.mean())
+    assert np.isclose(result.ci_low, low) and np.isclose(result.ci_high, high)
+    assert np.isclose(result.p_value, stats.wilcoxon(d).pvalue)
+    one = paired_difference([3.0])
+    assert one.n == 1 and one.mean == 3.0 and np.isnan(one.ci_low) and np.isnan(one.p_value)
+    assert paired_difference([0.0, 0.0, 0.0]).p_value == 1.0
+    assert paired_difference([]).n == 0
+
+
+def _cells(rows):
+    frame = pd.DataFrame(rows)
+    frame["@algorithm"] = frame["algorithm"]
+    frame["@tuner"] = frame["tuner"]
+    frame["@dataset"] = "simulation"
+    frame["@space.candidates"] = frame["candidates"]
+    frame["config"] = [{"horizon": 14000}] * len(frame)
+    return frame
+
+
+def test_metric_table_places_published_numbers_beside_their_cells():
+    axes = [
+        Axis("algorithm", "algorithm", True, ["linucb"], {"linucb": "LinUCB"}),
+        Axis("dataset", "dataset", True, ["simulation"], {"simulation": "Simulation"}),
+        Axis("tuner", "tuner", True, ["tl", "op"], {"tl": "TL", "op": "OP"}),
+        Axis("space.candidates", "candidates", False, ["[1]", "[2]"], {"[1]": "C1", "[2]": "C2"}),
+    ]
+    rows = []
+    for tuner, candidates, seed, status, value in [
+        ("tl", "[1]", 0, "FINISHED", 10.0),
+        ("tl", "[1]", 1, "FINISHED", 14.0),
+        ("tl", "[1]", 2, "FAILED", np.nan),
+        ("op", "[1]", 0, "FINISHED", 30.0),
+        ("op", "[1]", 1, "FINISHED", 20.0),
+        ("tl", "[2]", 0, "FINISHED", 5.0),
+    ]:
+        rows.append(
+            {"algorithm": "linucb", "tuner": tuner, "candidates": candidates, "seed": seed,
+             "status": status, "final_regret": value}
+        )  # fmt: skip
+    published = [
+        Published("T4", "final_regret", {"algorithm": "linucb", "dataset": "simulation",
+                  "tuner": "tl", "candidates": "C1"}, 343.14, conditions={"horizon": 14000}),
+        Published("T4", "final_regret", {"algorithm": "linucb", "dataset": "simulation",
+                  "tuner": "op", "candidates": "C2"}, 389.91, conditions={"horizon": 2000}),
+        Published("T9", "final_regret", {"algorithm": "linucb", "extra": "x"}, 1.0),
+    ]  # fmt: skip
+    spec = TableSpec("regret", "final_regret", "Regret", ["space.candidates"], {}, None)
+    table = metric_table(_cells(rows), axes, spec, published, {"T4": "Table four"})
+    assert table.header == [
+        "Algorithm", "Dataset", "C1 / TL", "C1 / TL [T4]", "C1 / OP", "C2 / TL",
+    ]  # fmt: skip
+    assert table.rows == [
+        [
+            "LinUCB",
+            "Simulation",
+            "12.00 ± 2.83 (2 seeds; 1 failed)",
+            "343.14",
+            "25.00 ± 7.07 (2 seeds)",
+            "5.00 (1 seed)",
+        ]
+    ]
+    assert table.bold == {(0, 5)}  # the lowest mean regret of the row
+    tidy = table.tidy.set_index(["Tuner", "candidates"])
+    assert tidy.loc[("TL", "C1"), "n_failed"] == 1
+    assert tidy.loc[("TL", "C1"), "published [T4]"] == 343.14
+    # op with C2 has no cells, so its published number has no column; T9 needs an axis
+    # "extra" this experiment lacks, so it is never shown.
+    assert table.footnotes == ["Table four."]
+
+
+def test_report_section_errors_are_clear():
+    with pytest.raises(ReportError, match="unknown key"):
+        parse({"pivots": "x"})
+    with pytest.raises(ReportError, match="needs at least a metric"):
+        parse({"tables": [{"name": "x"}]})
+    with pytest.raises(ReportError, match="distinct"):
+        parse({"tables": [{"metric": "a"}, {"metric": "a"}]})
+    spec = parse({"paired": {"reference": "op"}, "pivot": "space.candidates"}, reference="tl")
+    assert spec.reference == "tl" and spec.pivot == ["space.candidates"]
+    assert [t.name for t in spec.tables] == ["regret", "runtime"]
+    assert spec.tables[0].pivot == ["space.candidates"]
