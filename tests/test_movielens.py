@@ -31,9 +31,14 @@ def ratings(movielens_file):
 
 @pytest.fixture(scope="module")
 def u_data(movielens_file, tmp_path_factory):
-    """GroupLens' u.data layout of the same ratings: RecBole's file without its header."""
-    lines = movielens_file.read_bytes().split(b"\n", 1)
-    body = lines[1] if not lines[0][:1].isdigit() else movielens_file.read_bytes()
+    """GroupLens' u.data layout of the same ratings, whichever layout the cache holds."""
+    if zipfile.is_zipfile(movielens_file):
+        with zipfile.ZipFile(movielens_file) as archive:
+            body = archive.read(md.ZIP_MEMBER)
+    else:
+        body = movielens_file.read_bytes()
+        if not body[:1].isdigit():  # RecBole's header line
+            body = body.split(b"\n", 1)[1]
     path = tmp_path_factory.mktemp("u-data") / "u.data"
     path.write_bytes(body)
     return path
