@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from tasks.bandit_tuning.algorithms.base import BanditAlgorithm
 from tasks.bandit_tuning.environments.base import Environment
@@ -78,25 +79,35 @@ def run_cell(config: Mapping[str, Any]) -> dict[str, Any]:
     rewards = np.empty(horizon)
     trace = np.full((horizon, len(space)), np.nan)
     state_trace: dict[str, np.ndarray] = {}
-    for index in range(horizon):
-        t = index + 1
-        features, means = environment.observe(index)
-        hp = algorithm.theoretical(t)
-        if index < warmup:
-            arm = int(warmup_rng.integers(environment.n_arms))
-        else:
-            proposal = tuner.propose(t)
-            hp.update(proposal)
-            trace[index] = [proposal[h.name] for h in space]
-            arm = algorithm.select(features, hp, t)
-        reward = environment.reward(arm)
-        algorithm.update(features[arm], reward, hp, t)
-        if index >= warmup:
-            tuner.observe(reward)
-            for key, value in tuner.state().items():
-                state_trace.setdefault(key, np.full(horizon, np.nan))[index] = value
-        instant_regret[index] = means.max() - means[arm]
-        rewards[index] = reward
+    names = [h.name for h in space]
+    # Bound methods looked up once: the loop runs T times and the per-round budget is
+    # tens of microseconds (bench/bench_algorithms.py).
+    observe, draw_reward = environment.observe, environment.reward
+    theoretical, select, update = algorithm.theoretical, algorithm.select, algorithm.update
+    propose, tuner_observe, tuner_state = tuner.propose, tuner.observe, tuner.state
+    # One BLAS thread: the cell's matrices are d x d with d ~ 25, where OpenBLAS threads
+    # only contend (50x slower inverses on a loaded 2-core machine); Ray workers already
+    # run with OMP_NUM_THREADS=1, this makes local and test runs match.
+    with threadpool_limits(limits=1, user_api="blas"):
+        for index in range(horizon):
+            t = index + 1
+            features, means = observe(index)
+            hp = theoretical(t)
+            if index < warmup:
+                arm = int(warmup_rng.integers(environment.n_arms))
+            else:
+                proposal = propose(t)
+                hp.update(proposal)
+                trace[index] = [proposal[name] for name in names]
+                arm = select(features, hp, t)
+            reward = draw_reward(arm)
+            update(features[arm], reward, hp, t)
+            if index >= warmup:
+                tuner_observe(reward)
+                for key, value in tuner_state().items():
+                    state_trace.setdefault(key, np.full(horizon, np.nan))[index] = value
+            instant_regret[index] = means.max() - means[arm]
+            rewards[index] = reward
 
     regret = np.cumsum(instant_regret)
     return {

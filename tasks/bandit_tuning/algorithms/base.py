@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -15,9 +16,13 @@ class DivergenceError(FloatingPointError):
     """An estimate became NaN or infinite; the cell is recorded as FAILED with this message."""
 
 
-def check_finite(name: str, value: np.ndarray, t: int | None = None) -> None:
-    """Raise DivergenceError when ``value`` holds NaN or inf (never turn it into a number)."""
-    if not np.all(np.isfinite(value)):
+def check_finite(name: str, value: np.ndarray | float, t: int | None = None) -> None:
+    """Raise DivergenceError when ``value`` holds NaN or inf (never turn it into a number).
+
+    One reduction instead of an elementwise test: a NaN or inf anywhere makes the sum
+    non-finite (so does a sum overflowing past 1e308, which is divergence too).
+    """
+    if not math.isfinite(float(np.sum(value))):
         when = f" at round {t}" if t is not None else ""
         raise DivergenceError(
             f"{name} diverged{when} (NaN or inf); try smaller step sizes or a larger "
@@ -66,6 +71,8 @@ class BanditAlgorithm(ABC):
                 f"{type(self).__name__} cannot tune {missing}; its hyperparameters are "
                 f"{sorted(declared)}"
             )
+        if len(set(tuned)) != len(tuned):
+            raise ValueError(f"{type(self).__name__}: tuned lists a hyperparameter twice: {tuned}")
         self.tuned = tuned
 
     @property
@@ -88,3 +95,65 @@ class BanditAlgorithm(ABC):
     @abstractmethod
     def update(self, x: np.ndarray, reward: float, hp: Mapping[str, float], t: int) -> None:
         """Learn from the pulled arm's features ``x`` and its ``reward``."""
+
+
+class ScheduledAlgorithm(BanditAlgorithm):
+    """A bandit whose theoretical setting is a vectorised schedule over the rounds.
+
+    Subclasses implement ``schedule(t)`` (an array of rounds -> an array or scalar per
+    hyperparameter) and call ``_start`` from ``reset``; ``theoretical(t)`` then reads a
+    table computed once for t = 1..T (one float per hyperparameter and round, so memory
+    grows with T only). The cell asks for the theoretical setting every round and the
+    tuners ask again, so this keeps a formula with logarithms out of the per-round cost.
+    """
+
+    n_features: int
+    horizon: int
+    _theory_names: list[str]
+    _theory_table: np.ndarray | None = None
+
+    @abstractmethod
+    def schedule(self, t: np.ndarray) -> Mapping[str, np.ndarray | float]:
+        """The theoretical value of every hyperparameter at the rounds ``t`` (1-based)."""
+
+    def _start(self, n_features: int, horizon: int, rng: np.random.Generator) -> None:
+        if n_features < 1:
+            raise ValueError(f"n_features must be at least 1, got {n_features}")
+        if horizon < 1:
+            raise ValueError(f"horizon must be a positive number of rounds, got {horizon}")
+        self.n_features = int(n_features)
+        self.horizon = int(horizon)
+        self.rng = rng
+        self._theory_table = None
+        rounds = np.arange(1, self.horizon + 1, dtype=float)
+        values = self.schedule(rounds)
+        self._theory_names = [h.name for h in self.HYPERPARAMETERS]
+        table = np.column_stack(
+            [
+                np.broadcast_to(np.asarray(values[name], dtype=float), rounds.shape)
+                for name in self._theory_names
+            ]
+        )
+        check_finite("theoretical hyperparameter schedule", table)
+        self._theory_table = table
+
+    def theoretical(self, t: int) -> dict[str, float]:
+        table = self._theory_table
+        if table is not None and 1 <= t <= len(table):
+            return dict(zip(self._theory_names, table[t - 1].tolist(), strict=True))
+        if not hasattr(self, "horizon"):
+            raise RuntimeError(
+                f"{type(self).__name__}.theoretical needs the run's dimension and horizon; "
+                "call reset(n_features, horizon, rng) first"
+            )
+        values = self.schedule(np.asarray([float(t)]))
+        return {h.name: float(np.ravel(values[h.name])[0]) for h in self.HYPERPARAMETERS}
+
+    def constant(self, name: str) -> float:
+        """The configured ``default`` of a hyperparameter whose theory is a constant."""
+        return self.all_hyperparameters[name].default
+
+
+def random_arm(rng: np.random.Generator, features: np.ndarray) -> int:
+    """A uniformly random arm (the warm-up pulls of 003 Algorithm 2 and Li et al. 2017)."""
+    return int(rng.integers(features.shape[0]))

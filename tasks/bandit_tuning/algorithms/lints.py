@@ -7,18 +7,24 @@ from collections.abc import Mapping
 import numpy as np
 
 from tasks.bandit_tuning.algorithms.linucb import LinUCB
+from tasks.bandit_tuning.algorithms.ridge import cholesky_lower
 
 
 class LinTS(LinUCB):
     """Sample theta_tilde ~ N(theta_hat, exploration_rate^2 V^-1), pull argmax_a x_a' theta_tilde.
 
-    The theoretical exploration rate is LinUCB's alpha_t (003 Section 3, Table in DESIGN.md).
+    002 Section 3 (LinTS) and Agrawal and Goyal 2013. The theoretical exploration rate is
+    LinUCB's alpha(t) (002 Eq. 3; 003 Appendix G uses the same width for LinTS);
+    lambda as in LinUCB. The draw is theta_hat + alpha L z with V^-1 = L L' (one O(d^3)
+    Cholesky of a d x d matrix per round) and z standard normal from the algorithm's
+    own generator.
     """
 
     def select(self, features: np.ndarray, hp: Mapping[str, float], t: int) -> int:
-        self.ridge.set_regularisation(hp["regularisation"])
-        chol = np.linalg.cholesky(self.ridge.v_inv)
-        theta = self.ridge.theta + hp["exploration_rate"] * (
-            chol @ self.rng.standard_normal(self.n_features)
+        ridge = self.ridge
+        ridge.set_regularisation(hp["regularisation"])
+        factor = cholesky_lower(ridge.v_inv, "V^-1")
+        theta = ridge.theta + hp["exploration_rate"] * (
+            factor @ self.rng.standard_normal(self.n_features)
         )
         return int(np.argmax(features @ theta))

@@ -6,22 +6,47 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from tasks.bandit_tuning.algorithms.base import BanditAlgorithm
+from tasks.bandit_tuning.algorithms.base import ScheduledAlgorithm
 from tasks.bandit_tuning.algorithms.ridge import RidgeState
 from tasks.bandit_tuning.space import Hyperparameter
 
+LAMBDA_CANDIDATES = (0.01, 0.1, 1.0)
+"""002 Section 6: the tuning set of the regularisation parameter lambda."""
 
-class LinUCB(BanditAlgorithm):
-    """Pull argmax_a x_a' theta_hat + exploration_rate * ||x_a||_{V^-1}.
 
-    Theoretical exploration rate (003 Section 3, Abbasi-Yadkori et al. 2011 Theorem 2):
-    alpha_t = sigma * sqrt(d * log((1 + t / lambda) / delta)) + sqrt(lambda) * S.
+def oful_exploration_rate(
+    t: np.ndarray,
+    d: int,
+    regularisation: float,
+    noise_sd: float,
+    confidence: float,
+    norm_bound: float,
+) -> np.ndarray:
+    """alpha(t) = sigma sqrt(d log((1 + t / lambda) / delta)) + sqrt(lambda) S.
+
+    002 Equation 3 and 003 Section 3 (Abbasi-Yadkori et al. 2011 Theorem 2, with
+    log det V_t <= d log(lambda + t) for ||x|| <= 1).
+    """
+    return (
+        noise_sd * np.sqrt(d * np.log((1.0 + t / regularisation) / confidence))
+        + np.sqrt(regularisation) * norm_bound
+    )
+
+
+class LinUCB(ScheduledAlgorithm):
+    """Pull argmax_a x_a' theta_hat + exploration_rate * ||x_a||_{V^-1} (003 Eq. LinUCB).
+
+    theta_hat = V^-1 sum x y with V = lambda I + sum x x' (ridge regression).
+    Hyperparameters: ``exploration_rate`` alpha (theory: 002 Eq. 3, growing like
+    sqrt(log t)) and ``regularisation`` lambda (theory: none; 003 Section 3 and 002
+    Section 6 set lambda = 1, the ``default``). Both may change every round; a change of
+    lambda costs one O(d^3) Cholesky, other rounds O(K d^2).
     """
 
     model = "linear"
     HYPERPARAMETERS = (
         Hyperparameter("exploration_rate", default=1.0),
-        Hyperparameter("regularisation", default=1.0, candidates=(0.01, 0.1, 1.0)),
+        Hyperparameter("regularisation", default=1.0, candidates=LAMBDA_CANDIDATES),
     )
 
     def __init__(
@@ -32,27 +57,29 @@ class LinUCB(BanditAlgorithm):
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
-        self.noise_sd = noise_sd
-        self.confidence = confidence
-        self.norm_bound = norm_bound
+        if noise_sd < 0 or not 0 < confidence < 1 or norm_bound < 0:
+            raise ValueError(
+                "need noise_sd >= 0 (sigma), 0 < confidence < 1 (delta) and norm_bound >= 0 "
+                f"(S), got {noise_sd}, {confidence}, {norm_bound}"
+            )
+        self.noise_sd = float(noise_sd)
+        self.confidence = float(confidence)
+        self.norm_bound = float(norm_bound)
 
-    def theoretical(self, t: int) -> dict[str, float]:
-        lam = self.all_hyperparameters["regularisation"].default
-        alpha = (
-            self.noise_sd * np.sqrt(self.n_features * np.log((1.0 + t / lam) / self.confidence))
-            + np.sqrt(lam) * self.norm_bound
+    def schedule(self, t: np.ndarray) -> dict[str, np.ndarray | float]:
+        lam = self.constant("regularisation")
+        alpha = oful_exploration_rate(
+            t, self.n_features, lam, self.noise_sd, self.confidence, self.norm_bound
         )
-        return {"exploration_rate": float(alpha), "regularisation": lam}
+        return {"exploration_rate": alpha, "regularisation": lam}
 
     def reset(self, n_features: int, horizon: int, rng: np.random.Generator) -> None:
-        self.n_features = n_features
-        self.rng = rng
-        self.ridge = RidgeState(n_features, self.all_hyperparameters["regularisation"].default)
+        self._start(n_features, horizon, rng)
+        self.ridge = RidgeState(n_features, self.constant("regularisation"))
 
     def select(self, features: np.ndarray, hp: Mapping[str, float], t: int) -> int:
         self.ridge.set_regularisation(hp["regularisation"])
-        scores = features @ self.ridge.theta + hp["exploration_rate"] * self.ridge.widths(features)
-        return int(np.argmax(scores))
+        return int(self.ridge.scores(features, hp["exploration_rate"]).argmax())
 
     def update(self, x: np.ndarray, reward: float, hp: Mapping[str, float], t: int) -> None:
         self.ridge.set_regularisation(hp["regularisation"])

@@ -1,50 +1,125 @@
-"""Ridge-regression state shared by the linear bandits (LinUCB, LinTS).
+"""Ridge-regression state shared by LinUCB, LinTS, UCB-GLM and GLOC.
 
-V = lambda I + sum x x', b = sum x y. The inverse V^-1 is kept by Sherman-Morrison
-updates in O(d^2) a round; when a tuner changes lambda, V^-1 is recomputed once from the
-Gram matrix G = sum x x' in O(d^3), so the cost per round never grows with t.
+V = lambda I + sum x x', theta_hat = V^-1 sum x y (003 Section 3). V^-1 is kept by
+Sherman-Morrison updates and theta_hat by the matching recursive least-squares step, O(d^2)
+a round. When a tuner changes lambda, V = (V^-1)^-1 and b = V theta_hat are recovered and
+V^-1 recomputed by Cholesky, O(d^3) once, so the cost per round never grows with t.
 """
 
 from __future__ import annotations
 
-import numpy as np
+import math
 
-from tasks.bandit_tuning.algorithms.base import check_finite
+import numpy as np
+from scipy.linalg import lapack
+
+from tasks.bandit_tuning.algorithms.base import DivergenceError, check_finite
+
+
+def spd_inverse(matrix: np.ndarray, name: str = "matrix") -> np.ndarray:
+    """The inverse of a symmetric positive-definite matrix by Cholesky (LAPACK potrf/potri)."""
+    factor, info = lapack.dpotrf(matrix, lower=1, clean=0)
+    if info != 0:
+        raise DivergenceError(
+            f"{name} is not positive definite (Cholesky failed at column {info}); "
+            "its regularisation must be positive"
+        )
+    inverse, info = lapack.dpotri(factor, lower=1)
+    if info != 0:
+        raise DivergenceError(f"{name} could not be inverted (LAPACK potri info {info})")
+    lower = np.tril(inverse)
+    return lower + np.tril(lower, -1).T
+
+
+def cholesky_lower(matrix: np.ndarray, name: str = "matrix") -> np.ndarray:
+    """The lower Cholesky factor L (matrix = L L'), for drawing N(0, matrix) as L z."""
+    factor, info = lapack.dpotrf(matrix, lower=1, clean=1)
+    if info != 0:
+        raise DivergenceError(
+            f"{name} is not positive definite (Cholesky failed at column {info}); "
+            "a sampling covariance lost positive definiteness"
+        )
+    return factor
+
+
+def check_regularisation(value: float) -> float:
+    value = float(value)
+    if not value > 0:
+        raise ValueError(
+            f"regularisation (lambda) must be positive so that V = lambda I + sum x x' is "
+            f"invertible, got {value}; pick a positive interval or candidate set"
+        )
+    return value
 
 
 class RidgeState:
-    def __init__(self, n_features: int, regularisation: float) -> None:
-        self.gram = np.zeros((n_features, n_features))
-        self.b = np.zeros(n_features)
-        self.regularisation = float(regularisation)
-        self.v_inv = np.eye(n_features) / self.regularisation
-        self._theta: np.ndarray | None = None
+    """V^-1 and theta_hat = V^-1 b of a ridge regression, updated in O(d^2) a round.
 
-    def set_regularisation(self, regularisation: float) -> None:
-        """Switch lambda; recompute V^-1 = (G + lambda I)^-1 only when it changed."""
-        if regularisation != self.regularisation:
-            self.regularisation = float(regularisation)
-            d = self.gram.shape[0]
-            self.v_inv = np.linalg.inv(self.gram + self.regularisation * np.eye(d))
-            self._theta = None
+    Both live in one d x (d + 1) array ``augmented = [V^-1 | theta_hat]``, so scoring
+    all arms is one matrix product (``features @ augmented`` gives F V^-1 and F theta_hat)
+    and an update is one rank-one correction of it.
+    """
+
+    def __init__(self, n_features: int, regularisation: float) -> None:
+        lam = check_regularisation(regularisation)
+        d = int(n_features)
+        self.n_features = d
+        self.regularisation = lam
+        self.augmented = np.zeros((d, d + 1))
+        self.augmented[:, :d] = np.eye(d) / lam
+
+    @property
+    def v_inv(self) -> np.ndarray:
+        """V^-1 (a view)."""
+        return self.augmented[:, : self.n_features]
 
     @property
     def theta(self) -> np.ndarray:
-        """The ridge estimate theta_hat = V^-1 b."""
-        if self._theta is None:
-            self._theta = self.v_inv @ self.b
-            check_finite("ridge estimate theta_hat", self._theta)
-        return self._theta
+        """theta_hat = V^-1 sum x y (a view)."""
+        return self.augmented[:, self.n_features]
+
+    def set_regularisation(self, regularisation: float) -> None:
+        """Switch lambda: V -> V + (new - old) I with the same data, O(d^3)."""
+        if regularisation == self.regularisation:
+            return
+        lam = check_regularisation(regularisation)
+        v = spd_inverse(self.v_inv, "V^-1")
+        b = v @ self.theta
+        v.flat[:: self.n_features + 1] += lam - self.regularisation
+        self.regularisation = lam
+        v_inv = spd_inverse(v, "V = lambda I + sum x x'")
+        self.augmented[:, : self.n_features] = v_inv
+        self.augmented[:, self.n_features] = v_inv @ b
+        check_finite("ridge estimate theta_hat", self.augmented)
 
     def add(self, x: np.ndarray, y: float) -> None:
-        """Sherman-Morrison: (V + x x')^-1 = V^-1 - V^-1 x x' V^-1 / (1 + x' V^-1 x)."""
-        self.gram += np.outer(x, x)
-        self.b += y * x
-        vx = self.v_inv @ x
-        self.v_inv -= np.outer(vx, vx) / (1.0 + x @ vx)
-        self._theta = None
+        """Sherman-Morrison and recursive least squares in one rank-one update.
+
+        With g = V^-1 x / (1 + x' V^-1 x): V^-1 <- V^-1 - g x' V^-1 and
+        theta_hat <- theta_hat + g (y - x' theta_hat).
+        """
+        d = self.n_features
+        row = x @ self.augmented  # [x' V^-1, x' theta_hat]
+        prediction = row[d]
+        if not math.isfinite(prediction):
+            check_finite("ridge estimate theta_hat", self.theta)
+        row[d] = prediction - y
+        vx = row[:d]
+        gain = vx / (1.0 + vx @ x)
+        self.augmented -= np.multiply.outer(gain, row)
+
+    def scores(self, features: np.ndarray, exploration_rate: float) -> np.ndarray:
+        """x' theta_hat + exploration_rate ||x||_{V^-1} for every row, vectorised over arms."""
+        d = self.n_features
+        product = features @ self.augmented
+        quadratic = np.einsum("ij,ij->i", product[:, :d], features)
+        np.maximum(quadratic, 0.0, out=quadratic)
+        np.sqrt(quadratic, out=quadratic)
+        quadratic *= exploration_rate
+        quadratic += product[:, d]
+        return quadratic
 
     def widths(self, features: np.ndarray) -> np.ndarray:
-        """sqrt(x' V^-1 x) for every row of ``features``, vectorised over arms."""
-        quadratic = ((features @ self.v_inv) * features).sum(axis=1)
-        return np.sqrt(np.maximum(quadratic, 0.0))
+        """||x||_{V^-1} = sqrt(x' V^-1 x) for every row of ``features``."""
+        quadratic = np.einsum("ij,ij->i", features @ self.v_inv, features)
+        return np.sqrt(np.maximum(quadratic, 0.0, out=quadratic), out=quadratic)
