@@ -236,17 +236,20 @@ def test_pivoted_axis_labels_and_published_numbers(uri, tmp_path):
     )
     report = build_report("rep_pivot", tmp_path / "out", uri, conf_dir=conf)
     table = report.tables["regret"]
+    # One tuner: it stays a row axis; the pivoted candidate sets make the columns.
     assert table.header == [
         "Algorithm",
+        "Tuner",
         "Dataset",
-        "C1 / TL",
-        "C1 / TL [003 Table 4]",
-        "C2 / TL",
-        "C2 / TL [003 Table 4]",
+        "candidates=C1",
+        "candidates=C1 [003 Table 4]",
+        "candidates=C2",
+        "candidates=C2 [003 Table 4]",
     ]
     # 003 Table 4, LinUCB on the simulation: TL with C1 343.14, with C2 356.23; the paper
     # ran T = 14000, these runs T = 100, so the numbers are flagged.
-    assert table.rows[0][3] == "343.14†" and table.rows[0][5] == "356.23†"
+    assert table.rows[0][:3] == ["LinUCB", "TL", "Simulation"]
+    assert table.rows[0][4] == "343.14†" and table.rows[0][6] == "356.23†"
     assert any("horizon=14000 (here 100)" in note for note in table.footnotes)
     tidy = pd.read_csv(tmp_path / "out" / "tables" / "regret.csv")
     best = tidy.loc[tidy["mean"].idxmin(), "candidates"]

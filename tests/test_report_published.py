@@ -144,7 +144,8 @@ def test_metric_table_places_published_numbers_beside_their_cells():
     spec = TableSpec("regret", "final_regret", "Regret", ["space.candidates"], {}, None)
     table = metric_table(_cells(rows), axes, spec, published, {"T4": "Table four"})
     assert table.header == [
-        "Algorithm", "Dataset", "C1 / TL", "C1 / TL [T4]", "C1 / OP", "C2 / TL",
+        "Algorithm", "Dataset", "candidates=C1, TL", "candidates=C1, TL [T4]",
+        "candidates=C1, OP", "candidates=C2, TL",
     ]  # fmt: skip
     assert table.rows == [
         [

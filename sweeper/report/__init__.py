@@ -162,6 +162,7 @@ def build_report(
             spec.reference,
             spec.paired_metric,
             explicit=reference is not None or spec.reference is not None,
+            where=spec.paired_where,
         )
         built["paired"] = table
         notes += paired_notes
@@ -215,13 +216,8 @@ def _write(
     options = spec.figures
     only = options.get("lines")
     if options.get("curves", True):
-        has_changes = "change_points" in cells and cells["change_points"].map(bool).any()
-        caption = (
-            "Cumulative regret, mean over seeds with a ±1 standard deviation band, one panel "
-            "per algorithm and dataset (003 Figure 2)"
-            + ("; dashed lines mark the environment's change points." if has_changes else ".")
-        )
-        if figures.curves_figure(cells, axes, line_axes, figure_dir / "regret.png", only):
+        caption = figures.curves_figure(cells, axes, line_axes, figure_dir / "regret.png", only)
+        if caption:
             drawn.append(("figures/regret.png", caption))
     if options.get("hyperparameters", True):
         smooth = int(options.get("smooth") or 0)

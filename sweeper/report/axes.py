@@ -56,6 +56,7 @@ class Axis:
     values: list[str] = field(default_factory=list)  # canonical, in display order
     labels: dict[str, str] = field(default_factory=dict)  # canonical -> label
     shown: bool = True
+    members: dict[str, set[str]] = field(default_factory=dict)  # merged value -> its values
 
     @property
     def column(self) -> str:
@@ -71,7 +72,8 @@ class Axis:
     def accepts(self, value: Any, wanted: Any) -> bool:
         """Does the cell value ``value`` (canonical) equal ``wanted`` (a value or a label)?"""
         text = canon(wanted).casefold()
-        return text in (value.casefold(), self.label(value).casefold())
+        own = {value, self.label(value), *self.members.get(value, ())}
+        return text in {v.casefold() for v in own}
 
 
 def _select(config: Mapping[str, Any], key: str) -> Any:
@@ -96,19 +98,30 @@ def build_axes(
     display_names: Mapping[str, str] | None = None,
     axis_names: Mapping[str, str] | None = None,
 ) -> tuple[pd.DataFrame, list[Axis]]:
-    """The cells with an ``@KEY`` column per axis, and the axes in display order."""
+    """The cells with an ``@KEY`` column per axis, and the axes in display order.
+
+    Shown (grouped by) are: the axes a report section names (pivot, where, optimum, paired);
+    algorithm, tuner and dataset when the grid lists them or they vary; any other axis that
+    varies and is not fixed by the other shown axes (a tuner's own setting, such as CDT's
+    restart_multiplier in an experiment where only CDT sets it, is not a row of its own).
+    """
     cells = loaded.cells.copy()
     display_names = dict(display_names or {})
     axis_names = dict(axis_names or {})
     configs = [c if isinstance(c, Mapping) else {} for c in cells.get("config", [])]
+    names = {str(s.get("name")) for s in spec.axes.values() if s.get("name")}
+    names |= set(axis_names.values())
+
+    requested = list(spec.pivot)
+    for table in spec.tables:
+        requested += table.pivot + [str(k) for k in table.where]
+    requested += [str(k) for k in spec.paired_where] + [spec.paired_axis]
+    requested += [spec.optimum_axis] if spec.optimum_axis else []
+    requested = [k for k in dict.fromkeys(requested) if k not in names]
 
     keys = [g for g in GROUP_TAGS if g in cells and cells[g].notna().any()]
     keys += [k for k in loaded.grid if k not in keys and k not in ("seed", "seeds")]
-    keys += [k for k in spec.pivot if k not in keys]
-    for table in spec.tables:
-        keys += [k for k in table.pivot if k not in keys]
-    if spec.optimum_axis and spec.optimum_axis not in keys:
-        keys.append(spec.optimum_axis)
+    keys += [k for k in requested if k not in keys]
 
     for key in keys:
         if key in GROUP_TAGS:
@@ -128,18 +141,40 @@ def build_axes(
             labels = {v: display_names.get(v, v) for v in cells[column(key)].unique()}
         for label, value in (settings.get("labels") or {}).items():
             labels[canon(value)] = str(label)
-        present = list(dict.fromkeys(cells[column(key)]))
         order = [canon(v) for v in loaded.grid.get(key, [])]
         order += [canon(v) for v in (settings.get("labels") or {}).values()]
+        members: dict[str, set[str]] = {}
+        for label, values in (settings.get("merge") or {}).items():
+            merged = {canon(v) for v in (values if isinstance(values, list) else [values])}
+            token = str(label)
+            members[token] = merged
+            labels[token] = token
+            cells[column(key)] = cells[column(key)].map(
+                lambda v, m=merged, t=token: t if v in m else v
+            )
+            order = [token if v in merged else v for v in order]
+        present = list(dict.fromkeys(cells[column(key)]))
+        if not group and all(_sort_key(v)[0] == 0 for v in present):
+            order = []  # numbers (k, K, a grid of values): ascending, whatever the grid's order
         values = [v for v in dict.fromkeys(order) if v in present]
         values += sorted((v for v in present if v not in values), key=_sort_key)
         name = str(settings.get("name") or axis_names.get(key) or key)
-        requested = key in spec.pivot or key == spec.optimum_axis
-        requested = requested or any(key in t.pivot for t in spec.tables)
-        axes.append(
-            Axis(key, name, group, values, labels, shown=group or requested or len(values) > 1)
-        )
+        wanted = key in requested or (group and key in loaded.grid)
+        axes.append(Axis(key, name, group, values, labels, wanted or len(values) > 1, members))
+    _hide_redundant(cells, axes, requested)
     return cells, axes
+
+
+def _hide_redundant(cells: pd.DataFrame, axes: list[Axis], requested: list[str]) -> None:
+    """Hide each unrequested non-group axis whose value the other shown axes determine."""
+    for axis in reversed(axes):
+        if not axis.shown or axis.group or axis.key in requested:
+            continue
+        others = [a.column for a in axes if a.shown and a is not axis]
+        if not others:
+            continue
+        if cells.groupby(others, sort=False)[axis.column].nunique().max() <= 1:
+            axis.shown = False
 
 
 def _implicit_axes(

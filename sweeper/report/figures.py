@@ -8,6 +8,7 @@ each tuner chose over time, median and interquartile band across seeds.
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,14 @@ def _lines(
     return [(c, " / ".join(a.label(v) for a, v in zip(line_axes, c, strict=True))) for c in combos]
 
 
+def _colors(labels: Sequence[str]) -> dict[str, Any]:
+    """Distinct colours for up to ten lines, else a sequential map (e.g. a grid of values)."""
+    if len(labels) <= 10:
+        return {label: f"C{i}" for i, label in enumerate(labels)}
+    cmap = matplotlib.colormaps["viridis"]
+    return {label: cmap(i / (len(labels) - 1)) for i, label in enumerate(labels)}
+
+
 def _stack(frame: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray] | None:
     """Rows of ``column`` (arrays at the rows' ``curve_step``) on one grid of rounds."""
     pairs = []
@@ -66,7 +75,9 @@ def _stack(frame: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray] | 
 
 
 def _grid(n: int, rows_hint: int) -> tuple[int, int]:
-    if rows_hint > 1 and n % rows_hint == 0 and n // rows_hint <= MAX_COLUMNS:
+    """Rows x columns: one row per value of the first panel axis when the rest fit in a
+    row of at least two panels, else panels wrapped MAX_COLUMNS to a row."""
+    if rows_hint > 1 and n % rows_hint == 0 and 2 <= n // rows_hint <= MAX_COLUMNS:
         return rows_hint, n // rows_hint
     columns = min(n, MAX_COLUMNS)
     return int(np.ceil(n / columns)), columns
@@ -84,7 +95,7 @@ def _figure(panels: int, rows_hint: int):
     flat = list(grid.ravel())
     for extra in flat[panels:]:
         extra.set_visible(False)
-    return fig, flat[:panels]
+    return fig, flat[:panels], columns
 
 
 def _panel_title(panel_axes: Sequence[Axis], combo: Sequence[str]) -> str:
@@ -102,7 +113,7 @@ def _select(cells: pd.DataFrame, axes: Sequence[Axis], combo: Sequence[str]) -> 
     return cells[mask]
 
 
-def _legend(fig, ax_list) -> None:
+def _legend(fig, ax_list, columns: int) -> None:
     handles, labels = {}, []
     for ax in ax_list:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
@@ -114,7 +125,7 @@ def _legend(fig, ax_list) -> None:
             [handles[label] for label in labels],
             labels,
             loc="outside lower center",
-            ncol=min(len(labels), 6),
+            ncol=min(len(labels), 3 * columns),
             frameon=False,
         )
 
@@ -126,16 +137,20 @@ def curves_figure(
     path: Path,
     only: Sequence[Any] | None = None,
     title: str = "",
-) -> bool:
-    """Mean cumulative regret +- 1 sd over seeds, one line per ``line_axes`` value."""
+) -> str | None:
+    """Mean cumulative regret +- 1 sd over seeds, one line per ``line_axes`` value.
+
+    Returns the figure's caption, or None when no cell has a regret curve.
+    """
     finished = cells[cells["status"] == "FINISHED"]
     if "curve_regret" not in finished or not len(finished):
-        return False
+        return None
     panel_axes, panels = _layout(finished, axes, line_axes)
+    points_seen = False
     lines = _lines(finished, line_axes, only)
-    colors = {label: f"C{i % 10}" for i, (_, label) in enumerate(lines)}
+    colors = _colors([label for _, label in lines])
     rows_hint = len(panel_axes[0].values) if len(panel_axes) > 1 else 1
-    fig, ax_list = _figure(len(panels), rows_hint)
+    fig, ax_list, columns = _figure(len(panels), rows_hint)
     for ax, combo in zip(ax_list, panels, strict=True):
         frame = _select(finished, panel_axes, combo)
         for line, label in lines:
@@ -152,16 +167,23 @@ def curves_figure(
             ax.axvline(
                 point, color="0.35", ls="--", lw=0.9, label="change point" if i == 0 else None
             )
+            points_seen = True
         ax.set_title(_panel_title(panel_axes, combo), fontsize=10)
         ax.set_xlabel("round t")
         ax.set_ylabel("cumulative regret")
         ax.grid(alpha=0.3)
     if title:
         fig.suptitle(title)
-    _legend(fig, ax_list)
+    _legend(fig, ax_list, columns)
     fig.savefig(path, dpi=100)
     plt.close(fig)
-    return True
+    per = " and ".join(a.header.lower() for a in panel_axes) or "experiment"
+    lines_by = " and ".join(a.header.lower() for a in line_axes) or "cell"
+    return (
+        f"Cumulative regret, mean over seeds with a ±1 standard deviation band, one line per "
+        f"{lines_by}, one panel per {per} (as 003 Figure 2)"
+        + ("; dashed lines mark the environment's change points." if points_seen else ".")
+    )
 
 
 def hyperparameter_figures(
@@ -186,9 +208,9 @@ def hyperparameter_figures(
         name = column.removeprefix("hp_")
         panel_axes, panels = _layout(with_trace, axes, line_axes)
         lines = _lines(finished, line_axes, only)
-        colors = {label: f"C{i % 10}" for i, (_, label) in enumerate(lines)}
+        colors = _colors([label for _, label in lines])
         rows_hint = len(panel_axes[0].values) if len(panel_axes) > 1 else 1
-        fig, ax_list = _figure(len(panels), rows_hint)
+        fig, ax_list, columns = _figure(len(panels), rows_hint)
         drawn = False
         for ax, combo in zip(ax_list, panels, strict=True):
             frame = _select(with_trace, panel_axes, combo)
@@ -203,7 +225,9 @@ def hyperparameter_figures(
                         .to_numpy()
                         .T
                     )
-                low, median, high = np.nanpercentile(values, [25, 50, 75], axis=0)
+                with warnings.catch_warnings():  # warm-up rounds: no value in any seed
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    low, median, high = np.nanpercentile(values, [25, 50, 75], axis=0)
                 ax.plot(steps, median, color=colors[label], label=label, lw=1.4)
                 ax.fill_between(steps, low, high, color=colors[label], alpha=0.18, lw=0)
                 drawn = True
@@ -212,7 +236,7 @@ def hyperparameter_figures(
             ax.set_ylabel(name)
             ax.grid(alpha=0.3)
         fig.suptitle(f"{name}: median and interquartile band over seeds", fontsize=10)
-        _legend(fig, ax_list)
+        _legend(fig, ax_list, columns)
         filename = f"hp_{name}.png"
         if drawn:
             fig.savefig(directory / filename, dpi=100)

@@ -8,13 +8,15 @@ Every key is optional::
         space.candidates:
           name: candidates           # column header, and the key published cells use
           labels: {C1: [0.1, 1, 2, 3, 4, 5], C2: [0.1, 0.25, 0.5]}   # label: value
+        tuner:
+          merge: {TL/Syndicated: [tl, syndicated]}   # one column for several values
       pivot: space.candidates        # axes spread into side-by-side columns (with tuner)
       tables:                        # default: regret (final_regret) and runtime (runtime_s)
         - name: regret
           metric: final_regret
           where: {tuner.restart_multiplier: 3}     # keep only these cells
           published: ["003 Table 4", {table: "003 Table 5", where: {T1: "T^(2/(p+3))"}}]
-      paired: {axis: tuner, reference: cdt, metric: final_regret}   # or false
+      paired: {axis: tuner, reference: cdt, metric: final_regret, where: {}}   # or false
       optimum: {axis: tuner.value, metric: final_regret}            # 003 Table 3
       figures: {curves: true, hyperparameters: true, lines: [cdt, tl, op, theory]}
 
@@ -79,6 +81,7 @@ class ReportSpec:
     reference: str | None = None
     paired_metric: str = "final_regret"
     paired: bool = True
+    paired_where: dict[str, Any] = field(default_factory=dict)
     optimum_axis: str | None = None
     optimum_metric: str = "final_regret"
     optimum_published: list[PublishedChoice] | None = None
@@ -140,11 +143,13 @@ def parse(section: Mapping[str, Any] | None, reference: str | None = None) -> Re
         raise ReportError(f"report.axes maps config keys to {{name, labels}}, got {axes!r}")
     for key, settings in axes.items():
         settings = dict(settings or {})
-        bad = set(settings) - {"name", "labels"}
+        bad = set(settings) - {"name", "labels", "merge"}
         if bad:
             raise ReportError(
-                f"report.axes.{key}: unknown setting(s) {sorted(bad)}; use name and labels"
+                f"report.axes.{key}: unknown setting(s) {sorted(bad)}; use name, labels, merge"
             )
+        if not isinstance(settings.get("merge") or {}, Mapping):
+            raise ReportError(f"report.axes.{key}.merge maps a label to the values it joins")
         if not isinstance(settings.get("labels") or {}, Mapping):
             raise ReportError(f"report.axes.{key}.labels maps a label to a value")
         spec.axes[str(key)] = settings
@@ -186,6 +191,12 @@ def parse(section: Mapping[str, Any] | None, reference: str | None = None) -> Re
         spec.paired_axis = str(paired.get("axis", "tuner"))
         spec.reference = paired.get("reference")
         spec.paired_metric = str(paired.get("metric", "final_regret"))
+        spec.paired_where = dict(paired.get("where") or {})
+        bad = set(paired) - {"axis", "reference", "metric", "where"}
+        if bad:
+            raise ReportError(
+                f"report.paired: unknown key(s) {sorted(bad)}; use axis, reference, metric, where"
+            )
     else:
         raise ReportError(f"report.paired is false or {{axis, reference, metric}}, got {paired!r}")
     if section.get("reference") is not None:

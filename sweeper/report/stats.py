@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +21,7 @@ from scipy import stats as sps
 
 from sweeper.report.axes import Axis
 from sweeper.report.load import ReportError
-from sweeper.report.tables import Table, fmt, fmt_p, require_axis
+from sweeper.report.tables import Table, filter_cells, fmt, fmt_p, require_axis
 
 DEFAULT_REFERENCE = "cdt"
 
@@ -81,16 +81,22 @@ def paired_table(
     reference: str | None = None,
     metric: str = "final_regret",
     explicit: bool = False,
+    where: Mapping[str, Any] | None = None,
 ) -> tuple[Table, list[str]]:
-    """Each value of ``axis_key`` against the reference, within every other-axes group."""
+    """Each value of ``axis_key`` against the reference, within every other-axes group
+    (of the cells ``where`` selects)."""
     axis = require_axis(axes, axis_key, "report.paired")
+    cells = filter_cells(cells, axes, where or {})
     ref, note = choose_reference(axis, reference, explicit)
     notes = [note] if note else []
-    keys = [a for a in axes if a.shown and a is not axis]
+    keys = [
+        a for a in axes if a.shown and a is not axis and (a.group or cells[a.column].nunique() > 1)
+    ]
     ref_cells = cells[cells[axis.column] == ref]
-    # The reference may ignore an axis the others vary (e.g. CDT has no candidate set):
-    # where all its cells share one value, any value of the others matches it.
-    constant = {a.key for a in keys if ref_cells[a.column].nunique() == 1}
+    others = cells[cells[axis.column] != ref]
+    # The reference may not take part in an axis the others vary (e.g. CDT has no candidate
+    # set): when it shares none of their values there, that axis is not matched on.
+    ignored = {a.key for a in keys if not set(ref_cells[a.column]) & set(others[a.column])}
 
     header = [a.header for a in keys] + [
         axis.header,
@@ -102,7 +108,7 @@ def paired_table(
     ]
     rows, tidy = [], []
     by = [a.column for a in keys]
-    others = cells[cells[axis.column] != ref]
+    unmatched = 0
     groups = others.groupby(by + [axis.column], sort=False) if by else others.groupby(axis.column)
     ordered = sorted(
         groups,
@@ -116,9 +122,12 @@ def paired_table(
         group_values, value = key[:-1], key[-1]
         mask = np.ones(len(ref_cells), dtype=bool)
         for a, v in zip(keys, group_values, strict=True):
-            if a.key not in constant:
+            if a.key not in ignored:
                 mask &= (ref_cells[a.column] == v).to_numpy()
         base = ref_cells[mask]
+        if not len(base):
+            unmatched += 1
+            continue
         mine = _finished(frame, metric)
         theirs = _finished(base, metric)
         seeds = sorted(set(frame["seed"].dropna()) | set(base["seed"].dropna()))
@@ -126,9 +135,11 @@ def paired_table(
         excluded = [s for s in seeds if s not in matched]
         result = paired_difference([mine[s] - theirs[s] for s in matched])
         line = [a.label(v) for a, v in zip(keys, group_values, strict=True)]
+        scale = max(abs(result.ci_low), abs(result.ci_high), abs(result.mean))
+        scale = scale if np.isfinite(scale) else result.mean
         interval = (
-            f"{fmt(result.mean)} [{fmt(result.ci_low, like=result.mean)}, "
-            f"{fmt(result.ci_high, like=result.mean)}]"
+            f"{fmt(result.mean, like=scale)} [{fmt(result.ci_low, like=scale)}, "
+            f"{fmt(result.ci_high, like=scale)}]"
             if result.n
             else "no matched seeds"
         )
@@ -170,6 +181,11 @@ def paired_table(
         "confidence interval and the two-sided Wilcoxon signed-rank p-value; seeds that "
         "one side lacks (failed or not run) are excluded and counted."
     )
+    if unmatched:
+        notes.append(
+            f"paired statistics: {unmatched} group(s) have no {axis.label(ref)} cells with the "
+            "same other axes and are left out (report.paired.where can select comparable cells)"
+        )
     table = Table("paired", f"Paired differences against {axis.label(ref)}", caption, header, rows)
     table.tidy = pd.DataFrame(tidy)
     return table, notes

@@ -113,8 +113,12 @@ def _combos(cells: pd.DataFrame, axes: Sequence[Axis]) -> list[tuple[str, ...]]:
     return [c for c in itertools.product(*(a.values for a in axes)) if c in present]
 
 
-def _label(axes: Sequence[Axis], combo: Sequence[str], sep: str = " / ") -> str:
-    return sep.join(a.label(v) for a, v in zip(axes, combo, strict=True))
+def _label(axes: Sequence[Axis], combo: Sequence[str], sep: str = ", ") -> str:
+    """A column header: 'TL', or 'candidates=C1, TL' (other axes say their name)."""
+    return sep.join(
+        a.label(v) if a.group else f"{a.name}={a.label(v)}"
+        for a, v in zip(axes, combo, strict=True)
+    )
 
 
 def select_published(
@@ -122,17 +126,24 @@ def select_published(
     choices: list[PublishedChoice] | None,
     metric: str,
     axes: Sequence[Axis],
+    varying: Sequence[Axis] = (),
 ) -> list[tuple[str, list[Any], dict[str, Any]]]:
-    """The published tables to show for ``metric``: (table, its entries, where)."""
+    """The published tables to show for ``metric``: (table, its entries, where).
+
+    Without explicit ``choices``, a table is shown when each of its cells names only axes of
+    this experiment and names every axis in ``varying`` (the non-group axes the report's
+    table varies): 003 Table 1's runtimes describe default CDT, not every warm-up length.
+    """
     entries = [p for p in published if p.metric == metric]
     if choices is None:
+
+        def fits(entry: Any) -> bool:
+            named = [find_axis(axes, k) for k in entry.cell]
+            return None not in named and all(a in named for a in varying)
+
         tables = dict.fromkeys(p.table for p in entries)
         choices = [
-            PublishedChoice(t)
-            for t in tables
-            if all(
-                all(find_axis(axes, k) is not None for k in p.cell) for p in entries if p.table == t
-            )
+            PublishedChoice(t) for t in tables if all(fits(p) for p in entries if p.table == t)
         ]
     out = []
     for choice in choices:
@@ -192,12 +203,19 @@ def metric_table(
     cells = filter_cells(cells, axes, spec.where)
     col_axes = [require_axis(axes, k, f"table '{spec.name}' pivot") for k in spec.pivot]
     tuner = find_axis(axes, "tuner")
-    if tuner is not None and tuner not in col_axes:
+    if tuner is not None and tuner not in col_axes and (len(tuner.values) > 1 or not col_axes):
         col_axes.append(tuner)
-    row_axes = [a for a in axes if a.shown and a not in col_axes]
+    # Rows: the shown axes left, except those this table's cells hold one value of (an
+    # axis its ``where`` fixed), group axes aside.
+    row_axes = [
+        a
+        for a in axes
+        if a.shown and a not in col_axes and (a.group or cells[a.column].nunique() > 1)
+    ]
     rows = _combos(cells, row_axes)
     cols = _combos(cells, col_axes)
-    sources = select_published(published, spec.published, spec.metric, axes)
+    varying = [a for a in row_axes + col_axes if not a.group and cells[a.column].nunique() > 1]
+    sources = select_published(published, spec.published, spec.metric, axes, varying)
     by = [a.column for a in row_axes + col_axes]
     groups = dict(iter(cells.groupby(by, sort=False))) if by else {(): cells}
 
@@ -452,7 +470,7 @@ def failures_table(
 
 def cell_label(cell: Mapping[str, Any], axes: Sequence[Axis]) -> str:
     """'linucb/tl/simulation candidates=C1': the group axes, then the other shown axes."""
-    groups = [a.label(str(cell[a.column])) for a in axes if a.group and cell[a.column]]
+    groups = [a.label(str(cell[a.key])) for a in axes if a.group and a.shown and cell[a.key]]
     others = [f"{a.name}={a.label(str(cell[a.column]))}" for a in axes if not a.group and a.shown]
     return " ".join(["/".join(groups), *others])
 
@@ -465,7 +483,8 @@ def cells_table(cells: pd.DataFrame, axes: Sequence[Axis]) -> pd.DataFrame:
             "run_id": cells["run_id"],
             "status": cells["status"],
             "seed": cells["seed"],
-            **{a.header: [a.label(str(v)) for v in cells[a.column]] for a in axes},
+            **{a.key: cells[a.key] for a in axes if a.group},
+            **{a.header: [a.label(str(v)) for v in cells[a.column]] for a in axes if not a.group},
         }
     )
     skip = {

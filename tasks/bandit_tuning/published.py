@@ -42,7 +42,6 @@ DISPLAY_NAMES: dict[str, str] = {
     "syndicated": "Syndicated",
     "cdt": "CDT",
     "zooming_ts_double_restart": "Zooming TS-DR",
-    "zooming_ts_restart": "Zooming TS-R",
     "zooming": "Zooming",
     "oracle": "Oracle",
     "sd2me": "SD²ME",
@@ -52,6 +51,10 @@ DISPLAY_NAMES: dict[str, str] = {
     "movielens": "Movielens",
     "yahoo": "Yahoo",
     "lipschitz": "Lipschitz",
+    "simulation_grid": "Simulation (003 A.1)",
+    "simulation_lipschitz_check": "Simulation (003 A.2)",
+    "simulation_syndicated": "Simulation (002)",
+    "movielens_syndicated": "Movielens (002)",
 }
 """The papers' spelling of config option names, for table headers and legends."""
 
@@ -263,7 +266,7 @@ def _build() -> list[Published]:
                 Published(
                     "003 Table 3",
                     "optimum",
-                    {"algorithm": algorithm, "dataset": "simulation", "K": k},
+                    {"algorithm": algorithm, "dataset": "simulation_grid", "K": k},
                     value,
                     conditions={"horizon": 8000, "dataset.n_features": 10, "dataset.n_arms": k},
                 )

@@ -1,0 +1,115 @@
+"""How the report groups cells into axes, and its figures, on hand-made cells."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from sweeper.report.axes import build_axes
+from sweeper.report.figures import curves_figure, hyperparameter_figures
+from sweeper.report.load import Loaded, _change_points
+from sweeper.report.spec import parse
+from sweeper.report.stats import paired_table
+
+
+def _cell(tuner: str, seed: int, final: float, /, **config) -> dict:
+    steps = np.arange(1, 101)
+    curve = final * steps / 100
+    return {
+        "cell_key": f"{tuner}-{seed}-{sorted(config.items())}",
+        "run_id": f"run-{tuner}-{seed}-{len(config)}",
+        "status": "FINISHED",
+        "algorithm": "linucb",
+        "tuner": tuner,
+        "dataset": "lipschitz",
+        "seed": seed,
+        "config": {"horizon": 100, "seed": seed, **config},
+        "final_regret": final,
+        "curve_step": steps,
+        "curve_regret": curve,
+        "hp_x": np.full(100, 0.25 * (1 + seed)),
+        "change_points": [30, 60],
+    }
+
+
+def _loaded(rows, grid) -> Loaded:
+    cells = pd.DataFrame(rows)
+    cells["seed"] = cells["seed"].astype("Int64")
+    return Loaded("t", "sqlite:///x.db", cells, {}, grid, 1)
+
+
+def test_axes_hide_a_tuners_own_setting_and_add_unlisted_differences():
+    rows = []
+    for seed in (0, 1):
+        for family, offset in (("triangle", 0.0), ("sine", 5.0)):
+            dataset = {"family": family}
+            cdt = {"restart_multiplier": 10.0}
+            rows.append(_cell("cdt", seed, 10 + offset + seed, dataset=dataset, tuner=cdt))
+            rows.append(_cell("zooming", seed, 20 + offset + seed, dataset=dataset, tuner={}))
+    # A second sweep with another horizon: not a grid axis, but never averaged in.
+    rows.append(_cell("zooming", 0, 99.0, dataset={"family": "sine"}, tuner={}, horizon=200))
+    grid = {
+        "tuner": ["cdt", "zooming"],
+        "tuner.restart_multiplier": [10.0],
+        "dataset.family": ["triangle", "sine"],
+    }
+    cells, axes = build_axes(_loaded(rows, grid), parse({}), {"cdt": "CDT"})
+    shown = {a.key: a.shown for a in axes}
+    assert shown == {
+        "algorithm": False,  # one value, not a grid axis
+        "tuner": True,
+        "dataset": False,
+        "tuner.restart_multiplier": False,  # only CDT sets it: it follows the tuner
+        "dataset.family": True,
+        "horizon": True,  # differs between cells the grid axes do not tell apart
+    }
+    family = next(a for a in axes if a.key == "dataset.family")
+    assert family.values == ["triangle", "sine"]  # the grid's order
+    assert set(cells["@horizon"]) == {"100", "200"}
+
+
+def test_merged_values_share_a_column_and_paired_seeds_match():
+    rows = [_cell("tl", s, 10.0 + s) for s in (0, 1, 2)]
+    rows += [_cell("syndicated", s, 11.0 + s, algorithm_p=2) for s in (0, 1)]
+    rows += [_cell("cdt", s, 9.0 + 2 * s) for s in (0, 1, 2)]
+    frame = pd.DataFrame(rows)
+    frame.loc[frame.tuner == "syndicated", "algorithm"] = "gloc"
+    frame.loc[frame.tuner == "syndicated", "run_id"] = ["g0", "g1"]
+    rows = frame.to_dict("records")
+    rows += [{**_cell("cdt", s, 8.0, algorithm_p=2), "algorithm": "gloc"} for s in (0, 1, 2)]
+    section = {"axes": {"tuner": {"merge": {"TL/Syndicated": ["tl", "syndicated"]}}}}
+    spec = parse(section)
+    cells, axes = build_axes(_loaded(rows, {"tuner": ["tl", "syndicated", "cdt"]}), spec)
+    tuner = next(a for a in axes if a.key == "tuner")
+    assert tuner.values == ["TL/Syndicated", "cdt"]
+    assert tuner.accepts("TL/Syndicated", "syndicated") and tuner.accepts("TL/Syndicated", "tl")
+    table, _ = paired_table(cells, axes, "tuner", "cdt")
+    by_algorithm = table.tidy.set_index("Algorithm")
+    # gloc: Syndicated has seeds 0 and 1, CDT 0-2: seed 2 is excluded and counted.
+    assert by_algorithm.loc["gloc", "n_pairs"] == 2 and by_algorithm.loc["gloc", "n_excluded"] == 1
+    assert np.isclose(by_algorithm.loc["gloc", "mean_difference"], np.mean([11 - 8, 12 - 8]))
+    assert np.isclose(
+        by_algorithm.loc["linucb", "mean_difference"], np.mean([10 - 9, 11 - 11, 12 - 13])
+    )
+
+
+def test_change_points_are_read_from_params_or_config():
+    assert _change_points({"change_points": "[22861, 47734, 74817]"}, {}) == [
+        22861.0,
+        47734.0,
+        74817.0,
+    ]
+    assert _change_points({}, {"dataset": {"change_points": [5, 9]}}) == [5.0, 9.0]
+    assert _change_points({"change_points": "None"}, {"dataset": {"change_points": None}}) == []
+
+
+def test_figures_mark_change_points_and_draw_the_hyperparameter(tmp_path):
+    rows = [_cell(t, s, f + s) for t, f in (("cdt", 10.0), ("oracle", 5.0)) for s in (0, 1, 2)]
+    cells, axes = build_axes(_loaded(rows, {"tuner": ["cdt", "oracle"]}), parse({}))
+    tuner = [a for a in axes if a.key == "tuner"]
+    caption = curves_figure(cells, axes, tuner, tmp_path / "regret.png", only=["oracle", "cdt"])
+    assert caption is not None and "change points" in caption
+    assert (tmp_path / "regret.png").read_bytes()[:4] == b"\x89PNG"
+    written = hyperparameter_figures(cells, axes, tuner, tmp_path, smooth=5)
+    assert [name for name, _ in written] == ["hp_x.png"]
+    assert (tmp_path / "hp_x.png").stat().st_size > 1000
