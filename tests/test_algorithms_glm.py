@@ -477,3 +477,8 @@ def test_default_mode_decides_like_the_exact_mode_with_lambda_changing_every_rou
         for bandit in (approximate, exact):
             bandit.update(features[arm], problem.reward(t, arm), hps[t], t + 1)
     assert agree >= 0.95 * 600
+
+
+def test_gloc_step_parameter_theory_follows_the_configured_kappa():
+    assert GLOC(kappa=0.1).constant("step_parameter") == 0.1
+    assert GLOC(norm_bound=2.0).constant("step_parameter") == pytest.approx(logistic_kappa(2.0))

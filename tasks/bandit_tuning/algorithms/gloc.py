@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from tasks.bandit_tuning.algorithms.base import DivergenceError, ScheduledAlgorithm
-from tasks.bandit_tuning.algorithms.logistic import sigmoid
+from tasks.bandit_tuning.algorithms.logistic import logistic_kappa, sigmoid
 from tasks.bandit_tuning.algorithms.ridge import RidgeState, check_regularisation
 from tasks.bandit_tuning.algorithms.ucb_glm import GLMParameters
 from tasks.bandit_tuning.space import Hyperparameter
@@ -107,7 +107,7 @@ class GLOC(ScheduledAlgorithm, GLMParameters):
     model = "logistic"
     HYPERPARAMETERS = (
         Hyperparameter("exploration_rate", default=1.0),
-        Hyperparameter("step_parameter", default=float("nan")),
+        Hyperparameter("step_parameter", default=logistic_kappa(1.0)),
     )
 
     def __init__(
@@ -127,7 +127,8 @@ class GLOC(ScheduledAlgorithm, GLMParameters):
             hyperparameters=hyperparameters,
         )
         self._glm_constants(noise_sd, confidence, norm_bound, kappa)
-        if math.isnan(self.all_hyperparameters["step_parameter"].default):
+        if "default" not in (hyperparameters.get("step_parameter") or {}):
+            # the theoretical step parameter is this run's kappa (mu'(S) unless configured)
             self.all_hyperparameters["step_parameter"] = self.all_hyperparameters[
                 "step_parameter"
             ].with_overrides({"default": self.kappa})
