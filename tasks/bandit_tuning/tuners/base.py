@@ -10,6 +10,8 @@ from tasks.bandit_tuning.space import Hyperparameter
 
 Theory = Callable[[int], dict[str, float]]
 
+EXPLORATION_RATE = "exploration_rate"
+
 
 class Tuner:
     """Proposes the tuned hyperparameters each round and observes the reward they earned.
@@ -19,6 +21,11 @@ class Tuner:
     setting as a function of the round. ``warmup_rounds`` is the number of rounds at the
     start in which the cell pulls uniformly random arms instead of asking the tuner
     (CDT's T1, 003 Algorithm 2 line 1); ``state`` reports sizes worth tracing.
+
+    ``notify_change`` is the one explicit channel for privileged information: a cell that
+    knows the environment's true change points (the switching Lipschitz benchmark of 003
+    Appendix A.3) calls it before the first round of every new stationary piece. Every
+    tuner ignores it except the Oracle skyline, which restarts there.
     """
 
     def reset(
@@ -29,7 +36,11 @@ class Tuner:
         theory: Theory,
     ) -> None:
         self.space = list(space)
-        self.horizon = horizon
+        if not self.space:
+            raise ValueError(f"{type(self).__name__} got no hyperparameter to tune")
+        self.horizon = int(horizon)
+        if self.horizon <= 0:
+            raise ValueError(f"horizon must be a positive number of rounds, got {horizon}")
         self.rng = rng
         self.theory = theory
 
@@ -43,6 +54,9 @@ class Tuner:
     def observe(self, reward: float) -> None:
         """The reward the bottom layer earned with the last proposal."""
 
+    def notify_change(self) -> None:
+        """The environment changed before the coming round (only oracles use this)."""
+
     def params(self) -> dict[str, float | str]:
         """Settings the tuner derived at ``reset`` worth recording (e.g. CDT's T1 and T2)."""
         return {}
@@ -50,3 +64,21 @@ class Tuner:
     def state(self) -> dict[str, float]:
         """Sizes of the tuner's own state worth tracing (e.g. CDT's active arms)."""
         return {}
+
+
+def single_target(space: Sequence[Hyperparameter], name: str | None) -> int:
+    """Index of the one hyperparameter a single-hyperparameter tuner (OP, TL) tunes.
+
+    ``name`` picks it explicitly; by default the exploration rate when it is tuned, else
+    the first tuned hyperparameter. The others stay at their theoretical values, as 003
+    Section 5 does for GLOC and SGD-TS.
+    """
+    names = [h.name for h in space]
+    if name is not None:
+        if name not in names:
+            raise ValueError(
+                f"cannot tune '{name}': the tuned hyperparameters are {names}; "
+                "set tuner.hyperparameter to one of them or to null"
+            )
+        return names.index(name)
+    return names.index(EXPLORATION_RATE) if EXPLORATION_RATE in names else 0

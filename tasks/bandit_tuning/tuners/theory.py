@@ -6,8 +6,13 @@ from tasks.bandit_tuning.tuners.base import Tuner
 
 
 class Theory(Tuner):
-    """Use the theoretical value alpha*(t) of every hyperparameter (003 Section 5)."""
+    """Use the theoretical value alpha*(t) of every hyperparameter (003 Section 5, item 1).
+
+    The value is the one the algorithm's own paper proves (e.g. LinUCB's
+    sigma sqrt(d log((1 + t/lambda)/delta)) + sqrt(lambda) S); it may lie outside the
+    interval the tuners search, which is the point of the comparison.
+    """
 
     def propose(self, t: int) -> dict[str, float]:
         values = self.theory(t)
-        return {h.name: values[h.name] for h in self.space}
+        return {h.name: float(values[h.name]) for h in self.space}

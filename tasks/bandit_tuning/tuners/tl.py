@@ -2,26 +2,35 @@
 
 from __future__ import annotations
 
-from tasks.bandit_tuning.tuners.base import Tuner
+from tasks.bandit_tuning.tuners.base import Tuner, single_target
 from tasks.bandit_tuning.tuners.exp3 import Exp3
 
 
 class TL(Tuner):
-    """EXP3 over the candidate set of the first tuned hyperparameter (002 Algorithm 1).
+    """EXP3 over the candidate set of one hyperparameter (002 Algorithm 1).
 
-    For an algorithm with p > 1 tuned hyperparameters TL tunes the first (the exploration
-    rate) and holds the others at their theoretical values, as 002 Section 6 does.
+    TL tunes one hyperparameter (``hyperparameter``; by default the exploration rate, or
+    the only tuned one, e.g. Laplace-TS's step size) and holds the others at their
+    theoretical values, as 002 Section 6 and 003 Section 5 do.
     """
+
+    def __init__(self, hyperparameter: str | None = None) -> None:
+        self.hyperparameter = hyperparameter
 
     def reset(self, space, horizon, rng, theory) -> None:
         super().reset(space, horizon, rng, theory)
-        self.candidates = self.space[0].candidates
-        self.exp3 = Exp3(len(self.candidates), horizon, rng)
+        self.target = single_target(self.space, self.hyperparameter)
+        self.candidates = tuple(self.space[self.target].candidates)
+        self.exp3 = Exp3(len(self.candidates), self.horizon, rng)
 
     def propose(self, t: int) -> dict[str, float]:
-        values = {h.name: self.theory(t)[h.name] for h in self.space[1:]}
-        values[self.space[0].name] = self.candidates[self.exp3.pull()]
+        theory = self.theory(t)
+        values = {h.name: float(theory[h.name]) for h in self.space}
+        values[self.space[self.target].name] = float(self.candidates[self.exp3.pull()])
         return values
 
     def observe(self, reward: float) -> None:
         self.exp3.update(reward)
+
+    def params(self) -> dict[str, float | str]:
+        return {"tl.tuned": self.space[self.target].name, "tl.beta": self.exp3.beta}

@@ -1,0 +1,138 @@
+"""One cell of the switching Lipschitz benchmark (003 Appendix A.3): the tuner alone.
+
+Here the tuner is the whole learner. Its space is one hyperparameter "x" with interval
+[0, 1] (the arm set); each round it proposes x, the environment answers f_t(x) + noise and
+the regret is max f_t - f_t(x). The cell returns the same shape as ``cell.run_cell``.
+
+Privileged information goes through one explicit hook: before the first round of every
+new stationary piece (each true change point) the cell calls ``tuner.notify_change()``.
+Every tuner ignores it except the Oracle, which restarts there.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from tasks.bandit_tuning.environments.lipschitz import SwitchingLipschitz
+from tasks.bandit_tuning.seeding import agent_rngs, environment_rng
+from tasks.bandit_tuning.space import Hyperparameter
+from tasks.bandit_tuning.tuners.base import Tuner
+from tasks.building import build
+
+ARM = "x"
+
+
+def _name(spec: Mapping[str, Any]) -> str:
+    return str(spec.get("name") or spec["_target_"])
+
+
+def build_parts(
+    config: Mapping[str, Any],
+) -> tuple[Tuner, SwitchingLipschitz, list[Hyperparameter]]:
+    """The tuner, the environment and the one-dimensional space [0, 1] of x.
+
+    ``config['space']`` may override the interval or the candidate set of x, as it does for
+    the bandit cell; by default x ranges over [0, 1] and the discrete tuners get the
+    dataset's ``candidates``.
+    """
+    environment = build(config["dataset"])
+    if not isinstance(environment, SwitchingLipschitz):
+        raise ValueError(
+            f"the Lipschitz cell needs dataset=lipschitz, got {_name(config['dataset'])}; "
+            "use cell=tasks.bandit_tuning.cell.run_cell for the contextual-bandit datasets"
+        )
+    arm = Hyperparameter(ARM, default=0.5, interval=(0.0, 1.0), candidates=environment.candidates)
+    overrides = {k: v for k, v in dict(config.get("space") or {}).items() if v is not None}
+    arm = arm.with_overrides(overrides)
+    low, high = arm.interval
+    if low < 0.0 or high > 1.0 or any(not 0.0 <= c <= 1.0 for c in arm.candidates):
+        raise ValueError(
+            f"the arm set of the Lipschitz benchmark is [0, 1]; space.interval {arm.interval} "
+            f"and space.candidates {list(arm.candidates)} must lie inside it"
+        )
+    return build(config["tuner"]), environment, [arm]
+
+
+def validate(config: Mapping[str, Any]) -> None:
+    """Fail early, before any cell runs, on a config that cannot run."""
+    horizon = int(config["horizon"])
+    if horizon <= 0:
+        raise ValueError(f"horizon must be a positive number of rounds, got {horizon}")
+    _tuner, environment, _space = build_parts(config)
+    environment.check(horizon)
+
+
+def run_cell(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Run one (tuner, lipschitz, seed) cell: summary, regret curve, trace of x and state.
+
+    ``config`` holds ``tuner`` and ``dataset`` (mappings with a ``_target_``), ``seed`` and
+    ``horizon``; other keys (e.g. ``algorithm``) are ignored. During the tuner's warm-up
+    x is drawn uniformly from the interval, as the bandit cell pulls random arms.
+    """
+    started = time.perf_counter()
+    horizon = int(config["horizon"])
+    if horizon <= 0:
+        raise ValueError(f"horizon must be a positive number of rounds, got {horizon}")
+    seed = int(config["seed"])
+    tuner, environment, space = build_parts(config)
+    arm = space[0]
+    tuner_rng, warmup_rng = agent_rngs(seed, "lipschitz", _name(config["tuner"]), n=2)
+    environment.reset(horizon, environment_rng(_name(config["dataset"]), seed))
+    tuner.reset(space, horizon, tuner_rng, lambda t: {ARM: arm.default})
+    warmup = min(tuner.warmup_rounds(), horizon)
+    changes = {int(c) for c in environment.change_points}
+    low, high = arm.interval
+
+    instant_regret = np.empty(horizon)
+    rewards = np.empty(horizon)
+    chosen = np.empty(horizon)
+    state_trace: dict[str, np.ndarray] = {}
+    for index in range(horizon):
+        if index in changes:
+            tuner.notify_change()
+        if index < warmup:
+            x = float(warmup_rng.uniform(low, high))
+        else:
+            x = float(tuner.propose(index + 1)[ARM])
+            if not 0.0 <= x <= 1.0:
+                raise ValueError(
+                    f"{_name(config['tuner'])} proposed x = {x} at round {index + 1}, outside "
+                    "the arm set [0, 1]; give the tuner values inside it"
+                )
+        reward = environment.reward(index, x)
+        if index >= warmup:
+            tuner.observe(reward)
+            for key, value in tuner.state().items():
+                state_trace.setdefault(key, np.full(horizon, np.nan))[index] = value
+        instant_regret[index] = environment.best_mean(index) - float(environment.mean(index, x))
+        rewards[index] = reward
+        chosen[index] = x
+
+    regret = np.cumsum(instant_regret)
+    return {
+        "summary": {
+            "final_regret": float(regret[-1]),
+            "cumulative_reward": float(rewards.sum()),
+            "runtime_s": time.perf_counter() - started,
+            "warmup_rounds": warmup,
+        },
+        "params": {
+            "p": 1,
+            "tuned": ARM,
+            f"interval.{ARM}": f"[{low}, {high}]",
+            f"candidates.{ARM}": str(list(arm.candidates)),
+            f"n_candidates.{ARM}": len(arm.candidates),
+            "change_points": str([int(c) for c in environment.change_points]),
+            "peaks": str([float(a) for a in environment.peaks]),
+            **tuner.params(),
+        },
+        "curves": {"regret": regret, "reward": np.cumsum(rewards)},
+        "trace": {"names": [ARM], "values": chosen[:, None], **state_trace},
+    }
+
+
+run_cell.validate = validate  # the driver calls it once per distinct config before dispatch

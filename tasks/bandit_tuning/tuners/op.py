@@ -1,0 +1,45 @@
+"""OP: OPLINUCB of Bouneffouf and Claeys (2020), as modified in 002 Section 6 and 003 Section 5."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tasks.bandit_tuning.tuners.base import Tuner, single_target
+
+
+class OP(Tuner):
+    """Beta-Bernoulli Thompson sampling over the candidate set of one hyperparameter.
+
+    Each candidate j keeps Beta(S_j, F_j), starting at Beta(1, 1). Each round a draw
+    theta_j ~ Beta(S_j, F_j) is taken for every candidate and the largest is played; the
+    reward, clipped to [0, 1], is turned into a Bernoulli success r ~ Bernoulli(clip(Y)),
+    and S_j += r, F_j += 1 - r. OP tunes one hyperparameter (the exploration rate by
+    default) and holds the others at their theoretical values (003 Section 5, item 2).
+    """
+
+    def __init__(self, hyperparameter: str | None = None) -> None:
+        self.hyperparameter = hyperparameter
+
+    def reset(self, space, horizon, rng, theory) -> None:
+        super().reset(space, horizon, rng, theory)
+        self.target = single_target(self.space, self.hyperparameter)
+        self.candidates = tuple(self.space[self.target].candidates)
+        self.successes = np.ones(len(self.candidates))
+        self.failures = np.ones(len(self.candidates))
+        self.last = -1
+
+    def propose(self, t: int) -> dict[str, float]:
+        draws = self.rng.beta(self.successes, self.failures)
+        self.last = int(np.argmax(draws))
+        theory = self.theory(t)
+        values = {h.name: float(theory[h.name]) for h in self.space}
+        values[self.space[self.target].name] = float(self.candidates[self.last])
+        return values
+
+    def observe(self, reward: float) -> None:
+        success = float(self.rng.random() < min(1.0, max(0.0, float(reward))))
+        self.successes[self.last] += success
+        self.failures[self.last] += 1.0 - success
+
+    def params(self) -> dict[str, float | str]:
+        return {"op.tuned": self.space[self.target].name}

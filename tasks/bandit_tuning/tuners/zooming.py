@@ -1,0 +1,87 @@
+"""Zooming (Kleinberg et al. 2019), the stationary contender of 003 Appendix A.3."""
+
+from __future__ import annotations
+
+import math
+
+from tasks.bandit_tuning.tuners.base import Tuner
+from tasks.bandit_tuning.tuners.zooming_core import ZoomingCore
+
+
+class ZoomingTuner(Tuner):
+    """Common plumbing of the zooming tuners: a ZoomingCore on the unit cube [0, 1]^p.
+
+    Each tuned hyperparameter's interval [a_i, b_i] is rescaled to [0, 1] (000 Section 4);
+    proposals map the chosen point back with ``Hyperparameter.from_unit``.
+    """
+
+    rule = "ts"
+
+    def __init__(
+        self,
+        tau0: float = 0.5,
+        warmup_rounds: int = 0,
+        radius_constant: float = 13.0 / 2.0,
+        ts_constant: float = 52.0 * math.pi,
+        removal: bool = True,
+    ) -> None:
+        if not tau0 > 0:
+            raise ValueError(f"tau0 (the reward's sub-Gaussian parameter) must be > 0, got {tau0}")
+        if int(warmup_rounds) < 0:
+            raise ValueError(f"warmup_rounds must be >= 0, got {warmup_rounds}")
+        self.tau0 = float(tau0)
+        self._warmup = int(warmup_rounds)
+        self.radius_constant = float(radius_constant)
+        self.ts_constant = float(ts_constant)
+        self.removal = bool(removal)
+
+    def reset(self, space, horizon, rng, theory) -> None:
+        super().reset(space, horizon, rng, theory)
+        self.T1 = min(self._warmup, self.horizon - 1)
+        self.core = ZoomingCore(
+            len(self.space),
+            self.horizon - self.T1,
+            rng,
+            tau0=self.tau0,
+            rule=self.rule,
+            radius_constant=self.radius_constant,
+            ts_constant=self.ts_constant,
+            removal=self.removal and self.rule == "ts",
+        )
+        self.restarts = 0
+
+    def warmup_rounds(self) -> int:
+        return self.T1
+
+    def _propose_unit(self) -> dict[str, float]:
+        self.core.remove_dominated()
+        point = self.core.select()
+        return {h.name: float(h.from_unit(u)) for h, u in zip(self.space, point, strict=True)}
+
+    def propose(self, t: int) -> dict[str, float]:
+        return self._propose_unit()
+
+    def observe(self, reward: float) -> None:
+        self.core.update(reward)
+
+    def params(self) -> dict[str, float | str]:
+        return {
+            "T1": self.T1,
+            "zooming.tau0": self.tau0,
+            "zooming.radius_1": self.core.radius_scale,
+            "zooming.ts_scale": self.core.ts_scale,
+        }
+
+    def state(self) -> dict[str, float]:
+        return {"active_arms": self.core.m, "restarts": self.restarts}
+
+
+class Zooming(ZoomingTuner):
+    """The Zooming algorithm for stationary Lipschitz bandits (Kleinberg et al. 2019).
+
+    Index f_hat(v) + 2 r(v) with the confidence radius r of 000 Eq. 5, activation of an
+    uncovered point whenever the balls stop covering [0, 1]^p, no removal, no restart: it
+    "would fail in theory under the switching environment" (003 Appendix A.3).
+    """
+
+    rule = "ucb"

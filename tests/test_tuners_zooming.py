@@ -1,0 +1,191 @@
+"""Zooming TS (000/003 Algorithm 1): covering invariant, activation, removal, fast vs slow check."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from tasks.bandit_tuning.tuners.zooming_core import CLIP, ZoomingCore
+
+
+def lipschitz_reward(point: np.ndarray, rng: np.random.Generator) -> float:
+    return 0.9 - 0.9 * float(np.abs(point - 0.3).max()) + 0.3 * rng.standard_normal()
+
+
+def grid(p: int, n: int) -> np.ndarray:
+    axis = np.linspace(0.0, 1.0, n)
+    return np.array(list(itertools.product(axis, repeat=p)))
+
+
+def slow_uncovered(core: ZoomingCore, points: np.ndarray) -> np.ndarray:
+    """The obvious check: every point of A_0 lies in some active ball (sup-norm)."""
+    remaining = np.ones(len(points), dtype=bool)
+    for c, r in zip(core.removed_centers, core.removed_radii, strict=True):
+        remaining &= np.abs(points - c).max(axis=1) > r
+    covered = np.zeros(len(points), dtype=bool)
+    for c, r in zip(core.active_centers, core.radii(), strict=True):
+        covered |= np.abs(points - c).max(axis=1) <= r
+    return remaining & ~covered
+
+
+def run_rounds(core: ZoomingCore, rounds: int, seed: int, check_every: int, fine: np.ndarray):
+    rng = np.random.default_rng(seed)
+    for t in range(rounds):
+        core.remove_dominated()
+        point = core.select()
+        core.update(lipschitz_reward(point, rng))
+        if t % check_every == 0:
+            yield t
+
+
+@pytest.mark.parametrize("tau0", [0.05, 0.2])
+def test_after_every_round_the_balls_cover_the_remaining_space_p1(tau0):
+    core = ZoomingCore(1, 2000, np.random.default_rng(0), tau0=tau0)
+    fine = grid(1, 4001)
+    grew = 0
+    for _ in run_rounds(core, 2000, seed=1, check_every=1, fine=fine):
+        assert core.uncovered_point() is None  # exact: the interval sweep over all of A
+        assert not slow_uncovered(core, fine).any()  # and the obvious check agrees
+        grew = max(grew, core.m)
+    assert grew > 3, "the radii shrank enough to force activations"
+
+
+def test_after_every_round_the_balls_cover_the_remaining_space_p2():
+    core = ZoomingCore(2, 3000, np.random.default_rng(0), tau0=0.05)
+    fine = grid(2, 81)
+    grew = 0
+    for _ in run_rounds(core, 3000, seed=2, check_every=60, fine=fine):
+        assert core.uncovered_point() is None
+        assert not slow_uncovered(core, fine).any()
+        grew = max(grew, core.m)
+    assert grew > 4
+
+
+def test_cell_method_and_grid_agree_on_random_configurations():
+    """Fast path (cells) against the slow obvious one (a fine grid), p = 1, 2."""
+    rng = np.random.default_rng(7)
+    for p, n in [(1, 2001), (2, 161)]:
+        fine = grid(p, n)
+        for _ in range(40):
+            core = ZoomingCore(p, 100, rng, tau0=0.01)
+            core.restart()
+            core.m = 0
+            for _ in range(int(rng.integers(1, 7))):
+                core._activate(rng.random(p))
+            core.counts[: core.m] = rng.integers(1, 50, core.m)
+            core.radius_scale = 0.3
+            if rng.random() < 0.5:
+                core.removed_centers = rng.random((2, p))
+                core.removed_radii = rng.uniform(0.05, 0.2, 2)
+            point = core.uncovered_point()
+            missing = slow_uncovered(core, fine)
+            if point is None:
+                assert not missing.any()
+            else:
+                assert slow_uncovered(core, point[None])[0], "the point found is uncovered"
+
+
+def test_activation_picks_an_uncovered_point_and_pulls_it_next():
+    core = ZoomingCore(1, 1000, np.random.default_rng(0), tau0=0.1)
+    r1 = core.radius_scale
+    assert core.m == 1 and core.centers[0, 0] == 0.5 and r1 > 0.5
+    # Pull the only arm until its ball no longer covers [0, 1]: n > (r(1) / 0.5)^2.
+    pulls = 0
+    while core.m == 1:
+        assert core.select()[0] == 0.5
+        core.update(0.5)
+        pulls += 1
+    assert pulls == math.floor((r1 / 0.5) ** 2) + 1
+    new = core.centers[1 : core.m, 0]
+    assert core.m in (2, 3)  # one point per side of [0, 1] left uncovered, as needed
+    assert np.all(np.abs(new - 0.5) > core.radii()[0])  # outside the shrunken ball
+    assert np.all(core.counts[1 : core.m] == 0)
+    assert core.uncovered_point() is None
+    for point in new:  # "activate and pull" (Algorithm 1 line 8), before any TS draw
+        assert core.select()[0] == point
+        core.update(0.5)
+
+
+def test_removal_rule_drops_dominated_arms_and_their_balls():
+    core = ZoomingCore(1, 1000, np.random.default_rng(0), tau0=0.1)
+    core.m = 0
+    for x in (0.1, 0.5, 0.9):
+        core._activate(np.array([x]))
+    core.counts[:3] = [400, 400, 25]
+    r = core.radii()
+    # f(v) - f(u) > r(v) + 2 r(u) for v = 0.5 (index 1), u = 0.1 (index 0) only.
+    core.means[:3] = [0.0, r[1] + 2 * r[0] + 0.01, 0.0]
+    margin_far = core.means[1] - core.means[2] - (r[1] + 2 * r[2])
+    assert margin_far < 0  # 0.9 is not dominated: its radius is too large
+    assert core.remove_dominated()
+    assert core.m == 2 and sorted(core.active_centers[:, 0]) == [0.5, 0.9]
+    np.testing.assert_allclose(core.removed_centers[:, 0], [0.1])
+    np.testing.assert_allclose(core.removed_radii, [r[0]])
+    assert not core.in_remaining(np.array([[0.1 + 0.99 * r[0]]]))[0]
+    assert not core.remove_dominated()  # nothing else qualifies
+    # Exactly at the boundary nothing is removed (strict inequality).
+    core2 = ZoomingCore(1, 1000, np.random.default_rng(0), tau0=0.1)
+    core2.m = 0
+    for x in (0.2, 0.8):
+        core2._activate(np.array([x]))
+    core2.counts[:2] = [100, 100]
+    rr = core2.radii()
+    core2.means[:2] = [0.0, rr[1] + 2 * rr[0]]
+    assert not core2.remove_dominated()
+
+
+def test_unpulled_arms_are_never_removed_and_ucb_never_removes():
+    core = ZoomingCore(1, 1000, np.random.default_rng(0), tau0=0.1, rule="ucb")
+    assert not core.removal
+    core.m = 0
+    for x in (0.1, 0.9):
+        core._activate(np.array([x]))
+    core.counts[:2] = [1000, 1000]
+    core.means[:2] = [0.0, 10.0]
+    assert not core.remove_dominated()
+
+
+def test_ts_index_uses_the_clipped_normal():
+    core = ZoomingCore(1, 1000, np.random.default_rng(0), tau0=0.1)
+    core.m = 0
+    core._activate(np.array([0.5]))
+    core.counts[0] = 4
+    core.means[0] = 0.2
+    draws = np.array([core.index()[0] for _ in range(4000)])
+    floor = 0.2 + core.ts_scale / 2 * CLIP
+    assert draws.min() == pytest.approx(floor)
+    # A share P(Z <= 1/sqrt(2 pi)) = Phi(0.3989) ~ 0.655 of the draws sits on the floor.
+    on_floor = 0.5 * (1 + math.erf(CLIP / math.sqrt(2)))
+    assert np.mean(np.isclose(draws, floor)) == pytest.approx(on_floor, abs=0.03)
+
+
+def test_ucb_index_is_mean_plus_twice_the_radius():
+    core = ZoomingCore(1, 1000, np.random.default_rng(0), tau0=0.1, rule="ucb")
+    core.m = 0
+    core._activate(np.array([0.5]))
+    core.counts[0] = 9
+    core.means[0] = 0.3
+    assert core.index()[0] == pytest.approx(0.3 + 2 * core.radius_scale / 3)
+
+
+def test_restart_covers_the_cube_with_r1_balls():
+    core = ZoomingCore(2, 10**6, np.random.default_rng(0), tau0=0.02)  # r(1) < 1/2
+    assert core.radius_scale < 0.5
+    k = math.ceil(1 / (2 * core.radius_scale))
+    assert core.m == k * k
+    assert core.uncovered_point() is None
+
+
+def test_per_round_state_does_not_grow_with_t():
+    core = ZoomingCore(1, 50000, np.random.default_rng(0), tau0=0.3)
+    sizes = []
+    rng = np.random.default_rng(3)
+    for t in range(10000):
+        core.remove_dominated()
+        core.update(lipschitz_reward(core.select(), rng))
+        if t % 1000 == 999:
+            sizes.append(core.m + len(core.removed_radii))
+    assert max(sizes) < 40
