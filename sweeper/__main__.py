@@ -2,6 +2,9 @@
 
 Without ``+exp`` the same path runs ad hoc cells: ``python -m sweeper algorithm=linucb
 tuner=tl seed=1`` is one cell, and ``-m`` (Hydra multirun) runs a product of them.
+
+Exit status: 0 when every cell finished, 1 when any cell failed, 130 when interrupted
+(Ctrl-C or SIGTERM; rerun the same command to resume).
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from omegaconf import DictConfig
 
 from sweeper.sweep import run_sweep
 
+_EXIT_CODES: list[int] = []
+
 
 def _compose(overrides: list[str]) -> DictConfig:
     return hydra.compose(config_name="config", overrides=overrides)
@@ -24,9 +29,14 @@ def _compose(overrides: list[str]) -> DictConfig:
 def main(cfg: DictConfig) -> None:
     hydra_cfg = HydraConfig.get()
     result = run_sweep(cfg, _compose, list(hydra_cfg.overrides.task))
-    if not result.ok and hydra_cfg.mode != RunMode.MULTIRUN:
-        sys.exit(1)
+    if hydra_cfg.mode == RunMode.MULTIRUN:
+        _EXIT_CODES.append(result.exit_code)  # the other jobs still run; exit at the end
+        if result.interrupted:
+            sys.exit(result.exit_code)
+    elif result.exit_code:
+        sys.exit(result.exit_code)
 
 
 if __name__ == "__main__":
     main()
+    sys.exit(max(_EXIT_CODES, default=0))

@@ -12,6 +12,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 ORCHESTRATION_KEYS = frozenset(
@@ -21,6 +22,9 @@ ORCHESTRATION_KEYS = frozenset(
 
 TAG_GROUPS = ("algorithm", "tuner", "dataset")
 """Config groups whose ``name`` tags every run."""
+
+ABSENT = "none"
+"""The tag of a group a cell does not use (e.g. ``algorithm`` in the Lipschitz benchmark)."""
 
 
 def canonical_json(config: Mapping[str, Any]) -> str:
@@ -50,7 +54,7 @@ class Cell:
 
     config: dict[str, Any]
 
-    @property
+    @cached_property
     def key(self) -> str:
         return cell_key(self.config)
 
@@ -58,17 +62,16 @@ class Cell:
     def function(self) -> str:
         return self.config["cell"]
 
-    @property
+    @cached_property
     def tags(self) -> dict[str, str]:
         tags = {"cell_key": self.key, "seed": str(self.config.get("seed"))}
         for group in TAG_GROUPS:
             spec = self.config.get(group)
-            if isinstance(spec, Mapping):
-                tags[group] = str(spec.get("name", ""))
-        return tags
+            tags[group] = str(spec.get("name", "")) if isinstance(spec, Mapping) else ABSENT
+        return dict(tags)
 
     @property
     def label(self) -> str:
         t = self.tags
-        parts = [t.get(g, "") for g in TAG_GROUPS if t.get(g)]
+        parts = [t[g] for g in TAG_GROUPS if t.get(g) and t[g] != ABSENT]
         return "/".join(parts + [f"seed{t['seed']}"])

@@ -6,10 +6,21 @@ import math
 import socket
 import time
 import traceback
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from tasks.building import locate
+
+
+def node_label(node_ip: str | None, node_id: str | None) -> str:
+    """``<ip or host>/<first 12 hex digits of the Ray node id>``.
+
+    The Ray node id tells apart two nodes on one host (as in a test cluster), where the IP
+    and host name are the same.
+    """
+    host = node_ip or socket.gethostname()
+    return f"{host}/{node_id[:12]}" if node_id else host
 
 
 @dataclass
@@ -23,31 +34,39 @@ class Outcome:
     wall_s: float = 0.0
     node: str = field(default_factory=socket.gethostname)
     node_ip: str | None = None
+    node_id: str | None = None  # the Ray node id, when the cell ran on Ray
+
+    @property
+    def where(self) -> str:
+        """The node, as recorded in the run tag ``node``."""
+        return node_label(self.node_ip or self.node, self.node_id)
 
 
-def _non_finite(summary: dict[str, Any]) -> list[str]:
+def _non_finite(summary: Mapping[str, Any]) -> list[str]:
     return [k for k, v in summary.items() if isinstance(v, float) and not math.isfinite(v)]
 
 
 def execute(function: str, config: dict[str, Any]) -> Outcome:
-    """Call ``function(config)``; exceptions and non-finite summaries become FAILED outcomes."""
+    """Call ``function(config)``; exceptions and non-finite summaries become FAILED outcomes.
+
+    The result must be a mapping with at least ``summary`` (name -> number); a cell that
+    returns anything else is FAILED with a message saying so.
+    """
     started = time.perf_counter()
     try:
         result = locate(function)(config)
-        bad = _non_finite(result.get("summary", {}))
+        if not isinstance(result, Mapping) or not isinstance(result.get("summary"), Mapping):
+            raise TypeError(
+                f"cell function '{function}' returned {type(result).__name__}; it must return "
+                "a mapping with a 'summary' mapping (and optionally 'curves', 'trace', 'params')"
+            )
+        bad = _non_finite(result["summary"])
         if bad:
-            raise FloatingPointError(f"the cell's summary is not finite: {bad}")
-        outcome = Outcome("FINISHED", result=result)
+            raise FloatingPointError(f"the cell diverged: its summary is not finite: {bad}")
+        outcome = Outcome("FINISHED", result=dict(result))
     except Exception as err:  # a failing cell never kills a sweep
         outcome = Outcome(
             "FAILED", error=f"{type(err).__name__}: {err}", traceback=traceback.format_exc()
         )
     outcome.wall_s = time.perf_counter() - started
-    try:
-        import ray
-
-        if ray.is_initialized():
-            outcome.node_ip = ray.util.get_node_ip_address()
-    except Exception:  # pragma: no cover - only informational
-        pass
     return outcome

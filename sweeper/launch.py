@@ -1,37 +1,150 @@
 """Dispatch cells and stream their outcomes back as they finish (DESIGN.md, Data flow 3-4).
 
-``ray`` submits every cell as a Ray task, with a bounded number in flight, and yields
-outcomes in completion order (``ray.wait``); ``local`` runs them one by one in this
-process, for debugging. Either way the driver, not the workers, writes to MLflow.
+``ray`` submits every cell as a Ray task with at most ``launcher.max_in_flight`` submitted at
+once and yields events in completion order (``ray.wait``), never in submission order as
+Hydra's Ray launcher does. Each task is a Ray generator that first yields a start marker
+(which node, when) and then the cell's :class:`~sweeper.execute.Outcome`, so the driver
+knows which cells are running and when each one's time limit (``launcher.timeout_s``,
+counted from the cell's first start, retries included) is up; a cell over its limit is
+cancelled with ``ray.cancel(force=True)`` and becomes a FAILED outcome. A worker that dies
+(segfault, OOM kill, lost node) is retried by Ray up to ``launcher.max_retries`` times,
+after which the cell is FAILED with Ray's error. On Ctrl-C (or when the consumer stops
+iterating) every cell still in flight is cancelled.
+
+``local`` runs the cells one by one in this process, for debugging; its time limit is a
+``SIGALRM`` timer (main thread only), which interrupts Python code but not a long C call.
+
+Either way the driver, not the workers, writes to MLflow.
 """
 
 from __future__ import annotations
 
 import os
+import signal
+import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from sweeper.cells import Cell
-from sweeper.execute import Outcome, execute
+from sweeper.execute import Outcome, execute, node_label
+
+POLL_S = 0.5
+"""How often the Ray loop wakes up without a result, to refresh progress and check limits."""
+
+LAUNCHERS = ("ray", "local")
 
 
-def launch(cells: Sequence[Cell], launcher: Mapping[str, Any]) -> Iterator[tuple[Cell, Outcome]]:
+@dataclass
+class Event:
+    """What the launcher reports: a cell ``started`` or ``finished`` (with its outcome), or
+    a ``tick`` (nothing new; a chance to refresh the progress bar)."""
+
+    kind: str
+    cell: Cell | None = None
+    outcome: Outcome | None = None
+    node: str | None = None
+
+
+def timeout_of(launcher: Mapping[str, Any]) -> float | None:
+    """``launcher.timeout_s`` as seconds, or None for no limit; a clear error on a bad value."""
+    value = launcher.get("timeout_s")
+    if value is None:
+        return None
+    seconds = float(value)
+    if not seconds > 0:
+        raise ValueError(
+            f"launcher.timeout_s must be a positive number of seconds or null, got {value}"
+        )
+    return seconds
+
+
+def check_launcher(launcher: Mapping[str, Any]) -> None:
+    """Refuse a launcher config that cannot work, before anything runs."""
     name = launcher.get("name", "ray")
-    if name == "local":
-        yield from _launch_local(cells)
-    elif name == "ray":
-        yield from _launch_ray(cells, launcher)
+    if name not in LAUNCHERS:
+        raise ValueError(f"unknown launcher '{name}'; valid launchers are: {', '.join(LAUNCHERS)}")
+    timeout_of(launcher)
+    strategy = launcher.get("scheduling_strategy")
+    if strategy is not None and str(strategy) not in ("DEFAULT", "SPREAD"):
+        raise ValueError(f"launcher.scheduling_strategy must be DEFAULT or SPREAD, got {strategy}")
+    for key in ("max_in_flight", "max_retries"):
+        value = launcher.get(key)
+        if value is not None and int(value) < (1 if key == "max_in_flight" else 0):
+            raise ValueError(f"launcher.{key} must be a non-negative count, got {value}")
+
+
+def launch(cells: Sequence[Cell], launcher: Mapping[str, Any]) -> Iterator[Event]:
+    """Run ``cells`` and yield their events as they happen (see the module docstring)."""
+    check_launcher(launcher)
+    if launcher.get("name", "ray") == "local":
+        yield from _launch_local(cells, timeout_of(launcher))
     else:
-        raise ValueError(f"unknown launcher '{name}'; valid launchers are: ray, local")
+        yield from _launch_ray(cells, launcher)
 
 
-def _launch_local(cells: Sequence[Cell]) -> Iterator[tuple[Cell, Outcome]]:
+def timed_out_outcome(seconds: float, elapsed: float, **where: Any) -> Outcome:
+    return Outcome(
+        "FAILED",
+        error=(
+            f"TimeoutError: the cell ran {elapsed:.1f}s, over its time limit of {seconds:g}s "
+            "(launcher.timeout_s), and was cancelled"
+        ),
+        wall_s=elapsed,
+        **where,
+    )
+
+
+# --- local ------------------------------------------------------------------------------
+
+
+class _CellTimeout(BaseException):
+    """Raised by the alarm; a BaseException so that the cell's own handlers let it pass."""
+
+
+@contextmanager
+def _alarm(seconds: float | None) -> Iterator[None]:
+    usable = seconds is not None and threading.current_thread() is threading.main_thread()
+    if not usable:
+        yield
+        return
+
+    def _raise(signum, frame):  # noqa: ARG001
+        raise _CellTimeout
+
+    previous = signal.signal(signal.SIGALRM, _raise)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _launch_local(cells: Sequence[Cell], seconds: float | None) -> Iterator[Event]:
+    node = node_label(None, None)
     for cell in cells:
-        yield cell, execute(cell.function, cell.config)
+        yield Event("started", cell, node=node)
+        started = time.perf_counter()
+        try:
+            with _alarm(seconds):
+                outcome = execute(cell.function, cell.config)
+        except _CellTimeout:
+            outcome = timed_out_outcome(seconds, time.perf_counter() - started)
+        yield Event("finished", cell, outcome)
+
+
+# --- ray --------------------------------------------------------------------------------
 
 
 def init_ray(launcher: Mapping[str, Any]) -> None:
-    """Join the cluster at ``launcher.address`` (or $RAY_ADDRESS), else start an embedded one."""
+    """Join the cluster at ``launcher.address`` (or $RAY_ADDRESS), else start an embedded one.
+
+    ``address="local"`` always starts a new instance, so a stale ``/tmp/ray`` session file
+    of a dead cluster is never joined by accident.
+    """
     import ray
 
     if ray.is_initialized():
@@ -45,27 +158,107 @@ def init_ray(launcher: Mapping[str, Any]) -> None:
     ray.init(**kwargs)
 
 
-def _launch_ray(
-    cells: Sequence[Cell], launcher: Mapping[str, Any]
-) -> Iterator[tuple[Cell, Outcome]]:
+def _ray_cell(function: str, config: dict[str, Any]) -> Iterator[Any]:
+    """The Ray task: announce where and when it starts, then run the cell."""
+    import ray
+
+    context = ray.get_runtime_context()
+    node_id = context.get_node_id()
+    node_ip = ray.util.get_node_ip_address()
+    yield {"node_id": node_id, "node_ip": node_ip, "started": time.time()}
+    outcome = execute(function, config)
+    outcome.node_id = node_id
+    outcome.node_ip = node_ip
+    yield outcome
+
+
+@dataclass
+class _Slot:
+    cell: Cell
+    started: float | None = None  # wall-clock time of the first start (time.time())
+    node_ip: str | None = None
+    node_id: str | None = None
+
+    @property
+    def where(self) -> dict[str, Any]:
+        return {"node_ip": self.node_ip, "node_id": self.node_id}
+
+
+def _launch_ray(cells: Sequence[Cell], launcher: Mapping[str, Any]) -> Iterator[Event]:
     import ray
 
     init_ray(launcher)
-    remote = ray.remote(execute).options(
-        max_retries=int(launcher.get("max_retries", 2)), num_cpus=1
+    max_retries = int(launcher.get("max_retries", 2))
+    remote = ray.remote(_ray_cell).options(
+        max_retries=max_retries,
+        retry_exceptions=False,  # a cell's own exception is an outcome, not a retry
+        num_cpus=float(launcher.get("cpus_per_cell") or 1),
+        scheduling_strategy=str(launcher.get("scheduling_strategy") or "DEFAULT"),
     )
-    max_in_flight = max(1, int(launcher.get("max_in_flight", 64)))
+    limit = timeout_of(launcher)
+    max_in_flight = max(1, int(launcher.get("max_in_flight") or 64))
     pending = list(reversed(cells))
-    in_flight: dict[Any, Cell] = {}
-    while pending or in_flight:
-        while pending and len(in_flight) < max_in_flight:
-            cell = pending.pop()
-            in_flight[remote.remote(cell.function, cell.config)] = cell
-        done, _ = ray.wait(list(in_flight), num_returns=1)
-        for ref in done:
-            cell = in_flight.pop(ref)
-            try:
-                outcome = ray.get(ref)
-            except Exception as err:  # the worker died more often than max_retries
-                outcome = Outcome("FAILED", error=f"{type(err).__name__}: {err}")
-            yield cell, outcome
+    in_flight: dict[Any, _Slot] = {}
+    try:
+        while pending or in_flight:
+            while pending and len(in_flight) < max_in_flight:
+                cell = pending.pop()
+                in_flight[remote.remote(cell.function, cell.config)] = _Slot(cell)
+            ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=_wait_s(in_flight, limit))
+            for generator in ready:
+                yield from _receive(generator, in_flight, max_retries)
+            if limit is not None:
+                yield from _expire(in_flight, limit)
+            if not ready:
+                yield Event("tick")
+    finally:
+        for generator in in_flight:
+            ray.cancel(generator, force=True)
+
+
+def _wait_s(in_flight: Mapping[Any, _Slot], limit: float | None) -> float:
+    if limit is None:
+        return POLL_S
+    now = time.time()
+    deadlines = [s.started + limit - now for s in in_flight.values() if s.started is not None]
+    return max(0.0, min([POLL_S, *deadlines]))
+
+
+def _receive(generator: Any, in_flight: dict[Any, _Slot], max_retries: int) -> Iterator[Event]:
+    import ray
+
+    slot = in_flight[generator]
+    try:
+        value = ray.get(next(generator))
+    except Exception as err:  # the worker died more often than max_retries, or a lost node
+        del in_flight[generator]
+        attempts = max_retries + 1
+        yield Event(
+            "finished",
+            slot.cell,
+            Outcome(
+                "FAILED",
+                error=f"{type(err).__name__} (after {attempts} attempt(s)): {err}"[:2000],
+                **slot.where,
+            ),
+        )
+        return
+    if isinstance(value, Outcome):
+        del in_flight[generator]
+        yield Event("finished", slot.cell, value)
+    else:
+        slot.started = float(value["started"])
+        slot.node_ip, slot.node_id = value.get("node_ip"), value.get("node_id")
+        yield Event("started", slot.cell, node=node_label(slot.node_ip, slot.node_id))
+
+
+def _expire(in_flight: dict[Any, _Slot], limit: float) -> Iterator[Event]:
+    import ray
+
+    now = time.time()
+    for generator, slot in list(in_flight.items()):
+        if slot.started is not None and now - slot.started >= limit:
+            ray.cancel(generator, force=True)
+            del in_flight[generator]
+            outcome = timed_out_outcome(limit, now - slot.started, **slot.where)
+            yield Event("finished", slot.cell, outcome)

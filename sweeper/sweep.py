@@ -1,24 +1,48 @@
-"""The driver: expand, skip what is done, dispatch, record (DESIGN.md, Data flow)."""
+"""The driver: expand, skip what is done, dispatch, record (DESIGN.md, Data flow).
+
+``run_sweep`` never loses finished work: each cell is logged to MLflow the moment it
+finishes, the parent's ``cells.parquet`` is rewritten every ``tracking.flush_every``
+cells or ``tracking.flush_every_s`` seconds (and at the end), and Ctrl-C (or SIGTERM, as
+``ray job stop`` sends) cancels only what is in flight. Starting the same command again
+resumes: cells with a FINISHED run are skipped, RUNNING leftovers of a killed driver are
+set KILLED, and table rows the last flush missed are rebuilt from their runs.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import shlex
+import signal
 import sys
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple, TextIO
 
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from sweeper.cells import Cell, canonical_json
 from sweeper.grid import Composer, expand
-from sweeper.launch import launch
-from sweeper.tracking import Tracker
+from sweeper.launch import check_launcher, init_ray, launch
+from sweeper.progress import Progress, format_duration
+from sweeper.tracking import IndexEntry, Tracker
 from tasks.building import locate
 
 TABLE_FLUSH_EVERY = 50
+TABLE_FLUSH_EVERY_S = 30.0
+MAX_LISTED_FAILURES = 20
+
+
+class Failure(NamedTuple):
+    """A cell that FAILED: its label, the reason, its key and its MLflow run."""
+
+    label: str
+    error: str
+    cell_key: str = ""
+    run_id: str = ""
 
 
 @dataclass
@@ -28,13 +52,33 @@ class SweepResult:
     cells: int
     skipped: int
     finished: int = 0
-    failed: list[tuple[str, str]] = field(default_factory=list)
+    failed: list[Failure] = field(default_factory=list)
     wall_s: float = 0.0
+    dispatch_s: float = 0.0
     table: pd.DataFrame | None = None
+    parent_run_id: str = ""
+    interrupted: bool = False
+    cancelled: int = 0
+    reaped: int = 0
+    rebuilt_rows: int = 0
+    resume_command: str = ""
 
     @property
     def ok(self) -> bool:
-        return not self.failed
+        return not self.failed and not self.interrupted
+
+    @property
+    def processed(self) -> int:
+        return self.finished + len(self.failed)
+
+    @property
+    def cells_per_s(self) -> float:
+        return self.processed / self.dispatch_s if self.dispatch_s > 0 else 0.0
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every cell finished, 1 if any failed, 130 if interrupted."""
+        return 130 if self.interrupted else (1 if self.failed else 0)
 
 
 def sweep_key(cells: Sequence[Cell]) -> str:
@@ -43,42 +87,99 @@ def sweep_key(cells: Sequence[Cell]) -> str:
 
 
 def run_sweep(
-    cfg: DictConfig, compose: Composer, cli_overrides: Sequence[str] = (), out=sys.stdout
+    cfg: DictConfig, compose: Composer, cli_overrides: Sequence[str] = (), out: TextIO = sys.stdout
 ) -> SweepResult:
     started = time.perf_counter()
+    check_launcher(cfg.launcher)
     cells = expand(cfg, compose, cli_overrides)
     validate(cells)
     name = str(cfg.experiment.name)
     tracker = Tracker(cfg.tracking.get("uri"), name)
+    parents = tracker.sweep_parents()
     parent = tracker.parent_run(
         sweep_key(cells), OmegaConf.to_yaml(cfg), str(cfg.experiment.get("description") or "")
     )
-    done = {} if cfg.get("rerun") else tracker.finished_cells()
-    todo = [c for c in cells if c.key not in done]
-    result = SweepResult(name, tracker.uri, len(cells), len(cells) - len(todo))
+    index = tracker.resume_index(parents)
+    rerun = bool(cfg.get("rerun"))
+    known = {c.key: index.finished[c.key] for c in cells if c.key in index.finished}
+    todo = cells if rerun else [c for c in cells if c.key not in known]
+    result = SweepResult(
+        name,
+        tracker.uri,
+        len(cells),
+        len(cells) - len(todo),
+        parent_run_id=parent,
+        resume_command=_command(cli_overrides),
+    )
+    result.reaped = len(tracker.reap(index.running, parent))
+    rows, result.rebuilt_rows = _previous_rows(tracker, cells, known)
     print(
         f"sweep '{name}': {len(cells)} cells, {result.skipped} already finished, "
-        f"{len(todo)} to run ({cfg.launcher.name} launcher)",
+        f"{len(todo)} to run{' (rerun=true: recomputing)' if rerun and known else ''} "
+        f"({cfg.launcher.name} launcher)",
         file=out,
     )
+    if result.reaped:
+        print(f"  {result.reaped} run(s) left RUNNING by a killed driver set to KILLED", file=out)
+    if result.rebuilt_rows:
+        print(f"  {result.rebuilt_rows} table row(s) rebuilt from their runs", file=out)
+    if rows:
+        tracker.write_cells_table(parent, pd.DataFrame(rows.values()))
 
-    rows = _previous_rows(tracker, parent, cells, done)
-    last_flush = len(rows)
-    for cell, outcome in launch(todo, cfg.launcher):
-        rows[cell.key] = tracker.log_cell(cell, outcome, parent)
-        if outcome.status == "FINISHED":
-            result.finished += 1
-        else:
-            result.failed.append((cell.label, outcome.error or "unknown error"))
-        _progress(result, len(todo), started, out)
-        if len(rows) - last_flush >= TABLE_FLUSH_EVERY:
-            tracker.write_cells_table(parent, pd.DataFrame(rows.values()))
-            last_flush = len(rows)
-    if todo:
-        print(file=out)
+    flush_every = int(cfg.tracking.get("flush_every") or TABLE_FLUSH_EVERY)
+    flush_every_s = float(cfg.tracking.get("flush_every_s") or TABLE_FLUSH_EVERY_S)
+    progress = Progress(len(todo), out)
+    running: set[str] = set()
+    if todo and cfg.launcher.get("name", "ray") == "ray":
+        init_ray(cfg.launcher)  # before the clock: cells/s measures dispatch, not start-up
+    unflushed, last_flush = 0, time.perf_counter()
+    dispatch_started = time.perf_counter()
+    try:
+        with _graceful_stop(progress) as stop, closing(launch(todo, cfg.launcher)) as events:
+            for event in events:
+                cell, outcome = event.cell, event.outcome
+                if event.kind == "started" and cell is not None:
+                    running.add(cell.key)
+                    progress.start()
+                elif event.kind == "finished" and cell is not None and outcome is not None:
+                    old = known.get(cell.key)
+                    row = tracker.log_cell(
+                        cell, outcome, parent, supersedes=[old.run_id] if old else []
+                    )
+                    # A failed recomputation never hides a cell's finished result.
+                    if (
+                        outcome.status == "FINISHED"
+                        or rows.get(cell.key, {}).get("status") != "FINISHED"
+                    ):
+                        rows[cell.key] = row
+                    progress.finish(outcome.status == "FINISHED", cell.key in running)
+                    running.discard(cell.key)
+                    unflushed += 1
+                    if outcome.status == "FINISHED":
+                        result.finished += 1
+                    else:
+                        failure = Failure(
+                            cell.label, outcome.error or "unknown error", cell.key, row["run_id"]
+                        )
+                        result.failed.append(failure)
+                        progress.message(f"FAILED {cell.label}: {_first_line(failure.error)}")
+                if unflushed and (
+                    unflushed >= flush_every or time.perf_counter() - last_flush >= flush_every_s
+                ):
+                    tracker.write_cells_table(parent, pd.DataFrame(rows.values()))
+                    unflushed, last_flush = 0, time.perf_counter()
+                progress.draw()
+                if stop.requested:
+                    raise KeyboardInterrupt  # leaving the loop closes the launcher: it cancels
+    except KeyboardInterrupt:
+        result.interrupted = True
+        result.cancelled = len(todo) - result.processed
+    result.dispatch_s = time.perf_counter() - dispatch_started
+    progress.close()
 
     result.table = pd.DataFrame(rows.values())
-    tracker.write_cells_table(parent, result.table)
+    if rows:
+        tracker.write_cells_table(parent, result.table)
     result.wall_s = time.perf_counter() - started
     tracker.finish_parent(
         parent,
@@ -86,11 +187,15 @@ def run_sweep(
             "cells": len(cells),
             "finished": result.finished + result.skipped,
             "failed": len(result.failed),
+            "skipped": result.skipped,
             "wall_s": result.wall_s,
+            "cells_per_s": result.cells_per_s,
         },
         failed=not result.ok,
+        status="KILLED" if result.interrupted else None,
+        details=_details(result),
     )
-    _print_summary(result, out)
+    print_summary(result, out)
     return result
 
 
@@ -115,53 +220,119 @@ def validate(cells: Sequence[Cell]) -> None:
 
 
 def _previous_rows(
-    tracker: Tracker, parent: str, cells: Sequence[Cell], done: dict[str, Any]
-) -> dict[str, dict[str, Any]]:
-    """Rows of cells finished earlier, from the parent's table or else from their runs."""
-    wanted = {c.key: c for c in cells if c.key in done}
+    tracker: Tracker, cells: Sequence[Cell], known: dict[str, IndexEntry]
+) -> tuple[dict[str, dict[str, Any]], int]:
+    """Rows of cells finished earlier: from a sweep table, else rebuilt from the run."""
     rows: dict[str, dict[str, Any]] = {}
-    table = tracker.read_cells_table(parent)
-    if table is not None:
-        for row in table.to_dict("records"):
-            if row["cell_key"] in wanted and row.get("status") == "FINISHED":
-                rows[row["cell_key"]] = row
-    for key, cell in wanted.items():
-        if key not in rows:
-            rows[key] = tracker.row_from_run(cell, done[key])
-    return rows
+    rebuilt = 0
+    for cell in cells:
+        entry = known.get(cell.key)
+        if entry is None:
+            continue
+        if entry.row is not None:
+            rows[cell.key] = {k: v for k, v in entry.row.items() if not _missing(v)}
+        else:
+            rows[cell.key] = tracker.row_from_run(cell, entry.run or entry.run_id)
+            rebuilt += 1
+    return rows, rebuilt
 
 
-def _progress(result: SweepResult, total: int, started: float, out) -> None:
-    done = result.finished + len(result.failed)
-    elapsed = time.perf_counter() - started
-    eta = elapsed / done * (total - done) if done else float("nan")
-    print(
-        f"\r  {done}/{total} done, {len(result.failed)} failed, {total - done} remaining, "
-        f"{elapsed:.0f}s elapsed, ETA {eta:.0f}s   ",
-        end="",
-        file=out,
-        flush=True,
-    )
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and value != value)
 
 
-def _print_summary(result: SweepResult, out) -> None:
+@dataclass
+class _Stop:
+    requested: bool = False
+
+
+@contextmanager
+def _graceful_stop(progress: Progress) -> Iterator[_Stop]:
+    """The first Ctrl-C (or SIGTERM, as ``ray job stop`` sends) asks the loop to stop between
+    two events, so no MLflow write is cut in half; a second one aborts at once."""
+    stop = _Stop()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+
+    def _request(signum, frame):  # noqa: ARG001
+        if stop.requested:
+            raise KeyboardInterrupt
+        stop.requested = True
+        progress.message(
+            "stopping: cancelling the cells in flight, keeping the finished ones "
+            "(press Ctrl-C again to abort at once)"
+        )
+
+    previous = {sig: signal.signal(sig, _request) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stop
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _command(cli_overrides: Sequence[str]) -> str:
+    return " ".join(["python -m sweeper", *(shlex.quote(o) for o in cli_overrides)])
+
+
+def _first_line(text: str) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else text
+    return line if len(line) <= 300 else line[:297] + "..."
+
+
+def _details(result: SweepResult) -> dict[str, Any]:
+    return {
+        "experiment": result.experiment,
+        "cells": result.cells,
+        "skipped": result.skipped,
+        "finished": result.finished,
+        "failed": [f._asdict() for f in result.failed],
+        "interrupted": result.interrupted,
+        "cancelled": result.cancelled,
+        "reaped": result.reaped,
+        "wall_s": result.wall_s,
+        "cells_per_s": result.cells_per_s,
+    }
+
+
+def print_summary(result: SweepResult, out: TextIO = sys.stdout) -> None:
     table = result.table
-    if table is not None and "final_regret" in table:
+    if table is not None and "final_regret" in table and "status" in table:
         finished = table[table["status"] == "FINISHED"]
-        if len(finished):
-            stats = (
-                finished.groupby(["algorithm", "tuner"])["final_regret"]
-                .agg(["mean", "std", "count"])
-                .round(2)
-            )
+        groups = [g for g in ("algorithm", "tuner", "dataset") if finished[g].notna().any()]
+        if len(finished) and groups:
+            stats = finished.groupby(groups)["final_regret"].agg(["mean", "std", "count"]).round(2)
             print("\nfinal cumulative regret (mean, std over seeds):", file=out)
             print(stats.to_string(), file=out)
-    for label, error in result.failed:
-        print(f"FAILED {label}: {error}", file=out)
+    if result.failed:
+        print(f"\n{len(result.failed)} cell(s) FAILED:", file=out)
+        for failure in result.failed[:MAX_LISTED_FAILURES]:
+            print(
+                f"  {failure.label} [cell {failure.cell_key[:12]}, run {failure.run_id[:12]}]: "
+                f"{_first_line(failure.error)}",
+                file=out,
+            )
+        if len(result.failed) > MAX_LISTED_FAILURES:
+            print(
+                f"  ... and {len(result.failed) - MAX_LISTED_FAILURES} more "
+                "(filter the runs by attributes.status = 'FAILED' in MLflow)",
+                file=out,
+            )
     print(
-        f"\n{result.finished} finished, {len(result.failed)} failed, {result.skipped} skipped "
-        f"in {result.wall_s:.1f}s. Runs are in MLflow experiment '{result.experiment}' at "
-        f"{result.tracking_uri}\n"
+        f"\n{result.finished} finished, {len(result.failed)} failed, {result.skipped} skipped"
+        f"{f', {result.cancelled} cancelled' if result.interrupted else ''} of {result.cells} "
+        f"cells in {format_duration(result.wall_s)} ({result.wall_s:.1f}s; "
+        f"{result.cells_per_s:.2f} cells/s). Runs are in MLflow experiment "
+        f"'{result.experiment}' at {result.tracking_uri}\n"
         f"  browse them: mlflow ui --backend-store-uri {result.tracking_uri}",
         file=out,
     )
+    if result.interrupted:
+        print(
+            "\nInterrupted: finished cells are kept. Resume (only the missing cells run) with:\n"
+            f"  {result.resume_command}",
+            file=out,
+        )
+    elif result.failed:
+        print("Rerunning the same command retries only the failed and missing cells.", file=out)

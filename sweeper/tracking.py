@@ -1,15 +1,28 @@
 """MLflow layout (DESIGN.md, Contracts: Tracking). Only the driver writes here.
 
-One MLflow experiment per exp; one parent run per sweep (tag ``sweep_key``) holding the
-experiment config and, as ``cells.parquet``, one consolidated row per cell (columns
-cell_key, run_id, status, algorithm, tuner, dataset, seed, error, config (JSON), the
-summary metrics, curve_step and curve_regret (the downsampled regret curve) and
-hp_<name> (each tuned hyperparameter downsampled at the same steps)) so reports never
-download a thousand artifacts; one
-child run per cell tagged ``cell_key``, ``algorithm``, ``tuner``, ``dataset``, ``seed``,
-with the flattened cell config as params, the summary and the downsampled regret curve
-(``regret`` by ``step``) as metrics, and the full curves and hyperparameter trace as
-``cell.npz``. A FAILED cell is a FAILED run with ``traceback.txt`` and an ``error`` tag.
+One MLflow experiment per exp; one parent run per sweep (tags ``sweep_key`` and
+``role=sweep``) holding the experiment config (``config.yaml``), the summary
+(``summary.json`` and metrics cells/finished/failed/skipped/wall_s/cells_per_s) and, as
+``cells.parquet``, one consolidated row per cell (columns cell_key, run_id, status,
+algorithm, tuner, dataset, seed, error, config (JSON), the summary metrics, curve_step and
+curve_regret (the downsampled regret curve) and hp_<name> (each tuned hyperparameter
+downsampled at the same steps), plus node, wall_s and start_time) so reports never
+download a thousand artifacts; one child run per cell tagged ``cell_key``, ``algorithm``,
+``tuner``, ``dataset``, ``seed`` and ``node`` (``<ip>/<Ray node id>``), with the flattened
+cell config as params, the summary and the downsampled regret curve (``regret`` by
+``step``) as metrics, and the full curves and hyperparameter trace as ``cell.npz``. A
+FAILED cell is a FAILED run with ``traceback.txt`` and an ``error`` tag.
+
+Resume and reruns. A cell is done when its key has a FINISHED run in the experiment.
+``rerun=true`` logs a new run per cell; when it finishes, the cell's older FINISHED runs
+get the tag ``superseded_by=<new run id>`` and stay; the newest FINISHED run is the
+cell's result (the sweep's table holds it). A run left RUNNING by a killed driver is set
+to KILLED (tag ``sweeper.reaped``) when a sweep next starts in the experiment.
+
+The resume index is lean (mlflow issue #2730: searching thousands of runs is slow): the
+parents' ``cells.parquet`` tables are the index, and each parent's tag ``table_until``
+(ms) says that every child run it started before then is in its table, so only the few
+runs logged after a parent's last table flush are searched for (by parent run id).
 """
 
 from __future__ import annotations
@@ -17,11 +30,14 @@ from __future__ import annotations
 import io
 import json
 import os
+import socket
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 import numpy as np
 import pandas as pd
@@ -36,6 +52,12 @@ CELLS_TABLE = "cells.parquet"
 CELL_ARTIFACT = "cell.npz"
 MAX_PARAM_LENGTH = 500
 PAGE = 10_000
+MAX_INDEX_PARENTS = 16
+"""Past this many sweeps in one experiment, the index is one search of all cell runs."""
+ORPHAN_AFTER_MS = 120_000
+"""A cell run is RUNNING only while the driver logs it (well under a second): one RUNNING
+for longer than this, or whose driver process is gone, was left by a killed driver."""
+CLOCK_MARGIN_MS = 0
 
 
 def downsample(curve: np.ndarray, points: int = CURVE_POINTS) -> tuple[np.ndarray, np.ndarray]:
@@ -50,6 +72,66 @@ def resolve_uri(uri: str | None) -> str:
     return os.environ.get("MLFLOW_TRACKING_URI") or uri or "sqlite:///mlflow.db"
 
 
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def driver_id() -> str:
+    """``host:pid:start`` of this process (start from /proc, so a reused pid is told apart)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{_process_start(os.getpid())}"
+
+
+def _process_start(pid: int) -> str:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return "?"
+
+
+def driver_alive(driver: str | None) -> bool | None:
+    """True/False for a driver on this host; None when it ran elsewhere (cannot tell)."""
+    if not driver:
+        return None
+    host, _, rest = driver.partition(":")
+    pid_text, _, start = rest.partition(":")
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return None
+    pid = int(pid_text)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return start in ("?", "") or _process_start(pid) == start
+
+
+@dataclass
+class IndexEntry:
+    """The newest FINISHED run of a cell, and its table row when a table had it."""
+
+    run_id: str
+    start_time: int
+    row: dict[str, Any] | None = None
+    run: Any = None
+
+
+@dataclass
+class ResumeIndex:
+    """What the experiment already holds: finished cells, and RUNNING leftovers."""
+
+    finished: dict[str, IndexEntry] = field(default_factory=dict)
+    running: list[Any] = field(default_factory=list)
+    searched_runs: int = 0
+    tables: int = 0
+
+    def add(self, key: str, entry: IndexEntry) -> None:
+        old = self.finished.get(key)
+        if old is None or entry.start_time > old.start_time:
+            self.finished[key] = entry
+
+
 class Tracker:
     """The driver's MLflow writer and the resume index."""
 
@@ -57,6 +139,7 @@ class Tracker:
         self.uri = resolve_uri(uri)
         self.client = MlflowClient(tracking_uri=self.uri)
         self.experiment_name = experiment
+        self.driver = driver_id()
         found = self.client.get_experiment_by_name(experiment)
         if found is None:
             self.experiment_id = self.client.create_experiment(
@@ -74,7 +157,7 @@ class Tracker:
             return (db.parent / "mlartifacts" / experiment).as_uri()
         return None
 
-    # --- resume index -------------------------------------------------------------
+    # --- searches -------------------------------------------------------------------
     def runs(self, filter_string: str = "") -> list[Any]:
         runs, token = [], None
         while True:
@@ -90,69 +173,207 @@ class Tracker:
             if not token:
                 return runs
 
-    def finished_cells(self) -> dict[str, Any]:
-        """cell_key -> the newest FINISHED run of that cell."""
-        finished: dict[str, Any] = {}
-        for run in self.runs("attributes.status = 'FINISHED'"):
+    def sweep_parents(self) -> list[Any]:
+        return self.runs("tags.role = 'sweep'")
+
+    def resume_index(self, parents: list[Any] | None = None) -> ResumeIndex:
+        """Finished cells and RUNNING leftovers of the experiment (see the module docstring)."""
+        parents = self.sweep_parents() if parents is None else parents
+        if len(parents) > MAX_INDEX_PARENTS:
+            return self._index_from_runs(self.runs("tags.cell_key != ''"))
+        index = ResumeIndex()
+        for parent in parents:
+            run_id = parent.info.run_id
+            table = self.read_cells_table(run_id)
+            until = 0
+            if table is not None:
+                index.tables += 1
+                until = int(parent.data.tags.get("table_until", 0)) - CLOCK_MARGIN_MS
+                for row in table.to_dict("records"):
+                    if row.get("status") == "FINISHED" and row.get("run_id"):
+                        start = int(_number(row.get("start_time")) or 0)
+                        index.add(row["cell_key"], IndexEntry(row["run_id"], start, row=row))
+            delta = self.runs(
+                f"tags.`mlflow.parentRunId` = '{run_id}' and attributes.start_time >= {until}"
+            )
+            self._index_from_runs(delta, index)
+        return index
+
+    def _index_from_runs(self, runs: Iterable[Any], index: ResumeIndex | None = None):
+        index = ResumeIndex() if index is None else index
+        for run in runs:
+            index.searched_runs += 1
             key = run.data.tags.get("cell_key")
-            if key and (key not in finished or run.info.start_time > finished[key].info.start_time):
-                finished[key] = run
-        return finished
+            if not key:
+                continue
+            if run.info.status == "FINISHED":
+                index.add(key, IndexEntry(run.info.run_id, int(run.info.start_time), run=run))
+            elif run.info.status == "RUNNING":
+                index.running.append(run)
+        return index
+
+    def finished_cells(self) -> dict[str, Any]:
+        """cell_key -> the newest FINISHED run id of that cell (a lean view of the index)."""
+        return {k: e.run_id for k, e in self.resume_index().finished.items()}
+
+    def reap(self, running: Iterable[Any], parent_id: str | None = None) -> list[str]:
+        """Set KILLED the RUNNING cell runs left by killed drivers; return their run ids.
+
+        A run is left over when it belongs to ``parent_id`` (this sweep, now driven by this
+        process), or its driver process is gone, or it has been RUNNING for longer than
+        :data:`ORPHAN_AFTER_MS` (a live driver keeps a cell run RUNNING for milliseconds).
+        """
+        reaped = []
+        for run in running:
+            tags = run.data.tags
+            alive = driver_alive(tags.get("sweeper.driver"))
+            stale = now_ms() - int(run.info.start_time) > ORPHAN_AFTER_MS
+            if tags.get("mlflow.parentRunId") == parent_id or alive is False or stale:
+                self.client.set_tag(
+                    run.info.run_id, "sweeper.reaped", "left RUNNING by a killed driver"
+                )
+                self.client.set_terminated(run.info.run_id, "KILLED")
+                reaped.append(run.info.run_id)
+        return reaped
 
     # --- parent run -----------------------------------------------------------------
     def parent_run(self, sweep_key: str, config_yaml: str, description: str = "") -> str:
-        """The sweep's parent run, reused when the same sweep is started again."""
+        """The sweep's parent run, reused when the same sweep is started again.
+
+        Refuses to drive a sweep whose parent is RUNNING under another live process on this
+        host (the same sweep started twice).
+        """
         found = self.runs(f"tags.sweep_key = '{sweep_key}'")
         if found:
-            run_id = found[0].info.run_id
+            run = max(found, key=lambda r: r.info.start_time)
+            other = run.data.tags.get("sweeper.driver")
+            if (
+                run.info.status == "RUNNING"
+                and other != self.driver
+                and driver_alive(other) is True
+            ):
+                pid = other.split(":")[1]
+                raise RuntimeError(
+                    f"this sweep is already running in process {pid} on this host; wait for "
+                    f"it to finish or stop it (kill -INT {pid}), then run the command again"
+                )
+            run_id = run.info.run_id
+            self.client.log_batch(run_id, tags=[RunTag("sweeper.driver", self.driver)])
             self.client.update_run(run_id, status="RUNNING")
             return run_id
         run = self.client.create_run(
             self.experiment_id,
             run_name=f"sweep-{sweep_key[:8]}",
-            tags={"sweep_key": sweep_key, "role": "sweep", "mlflow.note.content": description},
+            tags={
+                "sweep_key": sweep_key,
+                "role": "sweep",
+                "mlflow.note.content": description,
+                "sweeper.driver": self.driver,
+            },
         )
         self.client.log_text(run.info.run_id, config_yaml, "config.yaml")
         return run.info.run_id
 
-    def finish_parent(self, run_id: str, summary: Mapping[str, float], failed: bool) -> None:
-        now = int(time.time() * 1000)
+    def finish_parent(
+        self,
+        run_id: str,
+        summary: Mapping[str, float],
+        failed: bool,
+        status: str | None = None,
+        details: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Log the sweep's summary (metrics, and ``summary.json``) and end the parent run."""
+        now = now_ms()
         metrics = [Metric(k, float(v), now, 0) for k, v in summary.items()]
         self.client.log_batch(run_id, metrics=metrics)
-        self.client.set_terminated(run_id, "FAILED" if failed else "FINISHED")
+        if details is not None:
+            self._write_artifact(
+                run_id, "summary.json", json.dumps(details, indent=2, default=str).encode()
+            )
+        self.client.set_terminated(run_id, status or ("FAILED" if failed else "FINISHED"))
 
     def write_cells_table(self, run_id: str, table: pd.DataFrame) -> None:
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / CELLS_TABLE
-            table.to_parquet(path, index=False)
-            self.client.log_artifact(run_id, str(path))
+        """Replace the parent's ``cells.parquet``; then move its ``table_until`` mark."""
+        until = now_ms()
+        buffer = io.BytesIO()
+        table.to_parquet(buffer, index=False)
+        self._write_artifact(run_id, CELLS_TABLE, buffer.getvalue())
+        self.client.set_tag(run_id, "table_until", str(until))
 
     def read_cells_table(self, run_id: str) -> pd.DataFrame | None:
         try:
+            local = self._local_artifact_dir(run_id)
+            if local is not None:
+                return pd.read_parquet(local / CELLS_TABLE)
             with tempfile.TemporaryDirectory() as tmp:
                 path = self.client.download_artifacts(run_id, CELLS_TABLE, tmp)
                 return pd.read_parquet(path)
-        except Exception:
+        except Exception:  # absent, or truncated by a kill mid-write: the runs rebuild it
             return None
 
+    # --- artifacts ------------------------------------------------------------------
+    def _local_artifact_dir(self, run_id: str, artifact_uri: str | None = None) -> Path | None:
+        """The run's artifact directory when it is on this file system (a local store)."""
+        uri = artifact_uri or self.client.get_run(run_id).info.artifact_uri
+        parsed = urlparse(uri)
+        if parsed.scheme == "file":
+            return Path(unquote(parsed.path))
+        if parsed.scheme == "" and uri.startswith("/"):
+            return Path(uri)
+        return None
+
+    def _write_artifact(
+        self, run_id: str, name: str, data: bytes, artifact_uri: str | None = None
+    ) -> None:
+        """Write ``data`` as artifact ``name``: straight into a local artifact directory
+        (atomically, by rename), else through the MLflow client."""
+        local = self._local_artifact_dir(run_id, artifact_uri)
+        if local is not None:
+            local.mkdir(parents=True, exist_ok=True)
+            partial = local / f".{name}.partial"
+            partial.write_bytes(data)
+            partial.replace(local / name)
+            return
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / name
+            path.write_bytes(data)
+            self.client.log_artifact(run_id, str(path))
+
     # --- cell runs ------------------------------------------------------------------
-    def log_cell(self, cell: Cell, outcome: Outcome, parent_id: str | None) -> dict[str, Any]:
-        """Record one cell as a run; return its row for the consolidated table."""
+    def log_cell(
+        self,
+        cell: Cell,
+        outcome: Outcome,
+        parent_id: str | None,
+        supersedes: Iterable[str] = (),
+    ) -> dict[str, Any]:
+        """Record one cell as a run; return its row for the consolidated table.
+
+        Four tracking calls per cell: create the run (with its tags), one ``log_batch``
+        (params and metrics), the artifact (written in place on a local store), and the
+        final status. ``supersedes``: run ids of the cell's older FINISHED runs (a rerun),
+        tagged ``superseded_by`` once this one has FINISHED.
+        """
         tags = dict(cell.tags)
-        tags["node"] = outcome.node_ip or outcome.node
+        tags["node"] = outcome.where
+        if outcome.node_id:
+            tags["ray_node_id"] = outcome.node_id
+        tags["sweeper.driver"] = self.driver
         if parent_id:
             tags["mlflow.parentRunId"] = parent_id
         if outcome.error:
             tags["error"] = outcome.error[:5000]
-        run = self.client.create_run(self.experiment_id, run_name=cell.label, tags=tags)
+        start = now_ms()
+        run = self.client.create_run(
+            self.experiment_id, start_time=start, run_name=cell.label, tags=tags
+        )
         run_id = run.info.run_id
-        now = int(time.time() * 1000)
 
         params = {k: _param_value(v) for k, v in flatten(cell.config).items()}
         result = outcome.result or {}
         params.update({k: _param_value(v) for k, v in result.get("params", {}).items()})
         param_list = [Param(k, v) for k, v in params.items()]
-        metrics = [Metric("wall_s", outcome.wall_s, now, 0)]
+        metrics = [Metric("wall_s", outcome.wall_s, start, 0)]
         row: dict[str, Any] = {
             "cell_key": cell.key,
             "run_id": run_id,
@@ -161,18 +382,24 @@ class Tracker:
             "seed": cell.config.get("seed"),
             "error": outcome.error,
             "config": json.dumps(cell.config, sort_keys=True, default=str),
+            "node": outcome.where,
+            "wall_s": outcome.wall_s,
+            "start_time": start,
         }
         if outcome.status == "FINISHED":
             summary = result.get("summary", {})
-            metrics += [Metric(k, float(v), now, 0) for k, v in summary.items()]
-            steps, values = downsample(result["curves"]["regret"])
-            metrics += [
-                Metric("regret", float(v), now, int(s)) for s, v in zip(steps, values, strict=True)
-            ]
+            metrics += [Metric(k, float(v), start, 0) for k, v in summary.items()]
             row.update({k: float(v) for k, v in summary.items()})
-            row["curve_step"] = steps.tolist()
-            row["curve_regret"] = values.tolist()
-            trace = result.get("trace", {})
+            curves = result.get("curves") or {}
+            if "regret" in curves:
+                steps, values = downsample(curves["regret"])
+                metrics += [
+                    Metric("regret", float(v), start, int(s))
+                    for s, v in zip(steps, values, strict=True)
+                ]
+                row["curve_step"] = steps.tolist()
+                row["curve_regret"] = values.tolist()
+            trace = result.get("trace") or {}
             for i, name in enumerate(trace.get("names", [])):
                 row[f"hp_{name}"] = downsample(np.asarray(trace["values"])[:, i])[1].tolist()
         param_chunks = [param_list[i : i + 100] for i in range(0, len(param_list), 100)]
@@ -183,32 +410,26 @@ class Tracker:
                 params=param_chunks[i] if i < len(param_chunks) else [],
                 metrics=metric_chunks[i] if i < len(metric_chunks) else [],
             )
+        artifact_uri = run.info.artifact_uri
         if outcome.status == "FINISHED":
-            self._log_npz(run_id, result)
+            if result.get("curves") or result.get("trace"):
+                self._write_artifact(run_id, CELL_ARTIFACT, _npz(result), artifact_uri)
         elif outcome.traceback:
-            self.client.log_text(run_id, outcome.traceback, "traceback.txt")
+            self._write_artifact(run_id, "traceback.txt", outcome.traceback.encode(), artifact_uri)
         self.client.set_terminated(run_id, outcome.status)
+        if outcome.status == "FINISHED":
+            for old in supersedes:
+                self.client.set_tag(old, "superseded_by", run_id)
         return row
 
-    def _log_npz(self, run_id: str, result: Mapping[str, Any]) -> None:
-        arrays: dict[str, np.ndarray] = {}
-        for key, value in result.get("curves", {}).items():
-            arrays[f"curve_{key}"] = np.asarray(value)
-        for key, value in result.get("trace", {}).items():
-            arrays[f"trace_{key}"] = np.asarray(value)
-        buffer = io.BytesIO()
-        np.savez_compressed(buffer, **arrays)
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / CELL_ARTIFACT
-            path.write_bytes(buffer.getvalue())
-            self.client.log_artifact(run_id, str(path))
-
     def row_from_run(self, cell: Cell, run: Any) -> dict[str, Any]:
-        """Rebuild a finished cell's table row from its run (when the table missed it)."""
+        """Rebuild a finished cell's table row from its run (when no table had it)."""
+        if isinstance(run, str):
+            run = self.client.get_run(run)
         history = sorted(
             self.client.get_metric_history(run.info.run_id, "regret"), key=lambda m: m.step
         )
-        summary = {k: v for k, v in run.data.metrics.items() if k != "regret"}
+        summary = {k: v for k, v in run.data.metrics.items() if k not in ("regret", "wall_s")}
         return {
             "cell_key": cell.key,
             "run_id": run.info.run_id,
@@ -217,6 +438,9 @@ class Tracker:
             "seed": cell.config.get("seed"),
             "error": None,
             "config": json.dumps(cell.config, sort_keys=True, default=str),
+            "node": run.data.tags.get("node"),
+            "wall_s": run.data.metrics.get("wall_s"),
+            "start_time": int(run.info.start_time),
             **summary,
             "curve_step": [m.step for m in history],
             "curve_regret": [m.value for m in history],
@@ -224,6 +448,25 @@ class Tracker:
 
     def set_tags(self, run_id: str, tags: Mapping[str, str]) -> None:
         self.client.log_batch(run_id, tags=[RunTag(k, v) for k, v in tags.items()])
+
+
+def _npz(result: Mapping[str, Any]) -> bytes:
+    arrays: dict[str, np.ndarray] = {}
+    for key, value in (result.get("curves") or {}).items():
+        arrays[f"curve_{key}"] = np.asarray(value)
+    for key, value in (result.get("trace") or {}).items():
+        arrays[f"trace_{key}"] = np.asarray(value)
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    return buffer.getvalue()
+
+
+def _number(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if np.isnan(number) else number
 
 
 def _param_value(value: Any) -> str:

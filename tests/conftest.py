@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,9 +25,21 @@ def composer() -> Iterator:
         yield _compose
 
 
+@pytest.fixture(scope="session")
+def _empty_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An MLflow sqlite store with its tables created (seconds of migrations), made once."""
+    from mlflow import MlflowClient
+
+    path = tmp_path_factory.mktemp("store") / "mlflow.db"
+    MlflowClient(f"sqlite:///{path}").search_experiments()
+    return path
+
+
 @pytest.fixture
-def tracking_uri(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+def tracking_uri(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, _empty_store: Path) -> str:
+    """A fresh, empty MLflow store for one test (a copy of the session's empty store)."""
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    shutil.copyfile(_empty_store, tmp_path / "mlflow.db")
     return f"sqlite:///{tmp_path}/mlflow.db"
 
 
@@ -40,3 +53,11 @@ def ray_local() -> Iterator[None]:
     os.environ.pop("RAY_ADDRESS", None)
     yield
     ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def ray_address(ray_local) -> str:
+    """The session's Ray instance, for a sweep driven from a subprocess to join by address."""
+    import ray
+
+    return ray.get_runtime_context().gcs_address

@@ -94,3 +94,67 @@ def test_bad_input_fails_before_any_cell_runs(composer, tracking_uri):
     overrides = ["+exp=smoke", "space.interval=[5,0.1]", f"tracking.uri={tracking_uri}"]
     with pytest.raises(ValueError, match=r"interval \[5.0, 0.1\] is empty or inverted"):
         run_sweep(composer(overrides), composer, overrides, out=io.StringIO())
+
+
+def _reference_expand(cfg, compose, overrides):
+    """The obvious expansion: one Hydra composition per group combination and OmegaConf
+    for every cell (what expand() does faster)."""
+    import itertools
+
+    from omegaconf import OmegaConf
+
+    from sweeper.grid import _blocks, cell_config, is_group
+
+    grid = OmegaConf.to_container(cfg.sweep.grid, resolve=True)
+    seeds = range(int(cfg.seeds)) if cfg.get("seeds") is not None else [int(cfg.seed)]
+    configs = {}
+    for block in _blocks(grid):
+        groups = [k for k in block if is_group(k)]
+        values_axes = [k for k in block if k not in groups]
+        for choice in itertools.product(*(block[g] for g in groups)):
+            base = compose([*overrides, *(f"{g}={v}" for g, v in zip(groups, choice, strict=True))])
+            for values in itertools.product(*(block[k] for k in values_axes)):
+                for seed in seeds:
+                    node = OmegaConf.create(OmegaConf.to_container(base, resolve=False))
+                    for key, value in zip(values_axes, values, strict=True):
+                        OmegaConf.update(node, key, value, force_add=True)
+                    node.seed = seed
+                    config = cell_config(node)
+                    configs[cell_key(config)] = config
+    return configs
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        ["+exp=smoke"],
+        ["+exp=syndicated", "seeds=1"],
+        # an interpolation inside a cell's config takes the OmegaConf path
+        ["+exp=smoke", "seeds=2", "+dataset.label=${horizon}", "+sweep.grid.horizon=[100,200]"],
+    ],
+)
+def test_expand_equals_the_obvious_expansion(composer, overrides):
+    cells = expand(composer(overrides), composer, overrides)
+    reference = _reference_expand(composer(overrides), composer, overrides)
+    assert {c.key: c.config for c in cells} == reference
+
+
+def test_an_interpolation_follows_the_value_axis(composer):
+    overrides = [
+        "+exp=smoke",
+        "seeds=1",
+        "+dataset.label=${horizon}",
+        "+sweep.grid.horizon=[100,200]",
+    ]
+    cells = expand(composer(overrides), composer, overrides)
+    assert {(c.config["horizon"], c.config["dataset"]["label"]) for c in cells} == {
+        (100, 100),
+        (200, 200),
+    }
+
+
+def test_a_pinned_value_keeps_only_the_blocks_that_list_it(composer):
+    overrides = ["+exp=main", "seeds=1", "algorithm=gloc"]
+    cells = expand(composer(overrides), composer, overrides)
+    assert {c.tags["tuner"] for c in cells} == {"theory", "op", "syndicated", "cdt"}
+    assert len(cells) == 4 * 2

@@ -1,0 +1,63 @@
+"""A toy cell for testing and benchmarking the orchestrator itself (``cell=sweeper.toy.toy_cell``).
+
+It returns what a real cell returns (a summary, a regret curve of ``horizon`` rounds, a
+hyperparameter trace) in microseconds, and misbehaves on request through the config key
+``toy`` (so each behaviour is part of the cell key):
+
+- ``sleep_s``: seconds to sleep before returning (a cell that takes time);
+- ``fail_seeds``: seeds that raise an exception (a cell with a bug);
+- ``nan_seeds``: seeds whose summary is NaN (a cell that diverges);
+- ``hang_seeds``: seeds that sleep forever (for ``launcher.timeout_s``);
+- ``crash_seeds``: seeds whose worker process dies (``os._exit``), every attempt;
+- ``crash_once_dir``: every cell's worker dies on its first attempt only (a marker file
+  in this directory remembers the attempt), so Ray's retry finishes it;
+- ``pid_dir``: each cell writes its process id there (to check that a cancelled cell's
+  process is really gone).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def toy_cell(config: Mapping[str, Any]) -> dict[str, Any]:
+    toy = dict(config.get("toy") or {})
+    seed = int(config.get("seed", 0))
+    horizon = int(config.get("horizon", 100))
+    if toy.get("pid_dir"):
+        Path(toy["pid_dir"], f"seed{seed}.pid").write_text(str(os.getpid()))
+    if toy.get("crash_once_dir"):
+        marker = Path(toy["crash_once_dir"], f"seed{seed}.crashed")
+        if not marker.exists():
+            marker.write_text(str(os.getpid()))
+            os._exit(1)
+    if seed in list(toy.get("crash_seeds") or []):
+        os._exit(1)
+    if seed in list(toy.get("hang_seeds") or []):
+        while True:
+            time.sleep(0.05)
+    if toy.get("sleep_s"):
+        time.sleep(float(toy["sleep_s"]))
+    if seed in list(toy.get("fail_seeds") or []):
+        raise RuntimeError(f"injected failure for seed {seed}")
+    rng = np.random.default_rng(seed)
+    instant = rng.uniform(0.0, 1.0, horizon) / np.sqrt(np.arange(1, horizon + 1))
+    regret = np.cumsum(instant)
+    final = float("nan") if seed in list(toy.get("nan_seeds") or []) else float(regret[-1])
+    values = rng.choice([0.1, 1.0, 2.0], size=(horizon, 1))
+    return {
+        "summary": {
+            "final_regret": final,
+            "cumulative_reward": float(horizon - final),
+            "runtime_s": 0.0,
+        },
+        "params": {"p": 1},
+        "curves": {"regret": regret},
+        "trace": {"names": ["exploration_rate"], "values": values},
+    }

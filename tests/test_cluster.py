@@ -1,0 +1,76 @@
+"""A sweep joins a real two-node Ray cluster by address and runs cells on both nodes.
+
+``ray.cluster_utils.Cluster`` (Ray's own multi-node test utility) starts a head node and a
+worker node as separate raylets on this machine; the sweep's driver is a subprocess that
+connects with ``launcher.address``, as on a real cluster.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections import Counter
+
+from mlflow import MlflowClient
+
+
+def test_a_sweep_on_a_two_node_cluster_uses_both_nodes(tmp_path, tracking_uri):
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True)
+    try:
+        cluster.add_node()
+        cluster.wait_for_nodes()
+        node_ids = {node.node_id for node in cluster.list_all_nodes()}
+        assert len(node_ids) == 2
+        args = [
+            "cell=sweeper.toy.toy_cell",
+            "horizon=50",
+            "seeds=8",
+            "+toy.sleep_s=0.5",
+            "experiment.name=cluster",
+            f"tracking.uri={tracking_uri}",
+            f"launcher.address={cluster.address}",
+            "launcher.scheduling_strategy=SPREAD",
+        ]
+        env = {
+            k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "MLFLOW_TRACKING_URI")
+        }
+        done = subprocess.run(
+            [sys.executable, "-m", "sweeper", *args],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    finally:
+        cluster.shutdown()
+
+    client = MlflowClient(tracking_uri)
+    experiment = client.get_experiment_by_name("cluster")
+    runs = [r for r in client.search_runs([experiment.experiment_id]) if "cell_key" in r.data.tags]
+    assert Counter(r.info.status for r in runs) == {"FINISHED": 8}
+    used = Counter(r.data.tags["ray_node_id"] for r in runs)
+    assert set(used) == node_ids, f"cells ran on {dict(used)}, the cluster has {node_ids}"
+    assert len({r.data.tags["node"] for r in runs}) == 2, "the node tag tells the nodes apart"
+
+
+def test_cluster_yaml_is_a_valid_ray_cluster_config_that_installs_this_package():
+    from pathlib import Path
+
+    import yaml
+    from ray.autoscaler._private.util import prepare_config, validate_config
+
+    path = Path(__file__).resolve().parent.parent / "cluster.yaml"
+    config = yaml.safe_load(path.read_text())
+    validate_config(prepare_config(config))  # Ray's own schema (raises on a bad config)
+    nodes = config["available_node_types"]
+    assert config["head_node_type"] in nodes and len(nodes) >= 2
+    workers = [n for name, n in nodes.items() if name != config["head_node_type"]]
+    assert all(n["max_workers"] > 0 for n in workers)
+    (checkout,) = [target for target, source in config["file_mounts"].items() if source == "."]
+    assert any(f"cd {checkout}" in c and "pip install" in c for c in config["setup_commands"])
+    assert any("mlflow server" in c for c in config["head_start_ray_commands"])

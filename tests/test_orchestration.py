@@ -1,0 +1,370 @@
+"""Orchestration at scale: failure isolation, time limits, worker deaths, resume, reruns.
+
+The cells are ``sweeper.toy.toy_cell`` (microseconds each, misbehaving on request), run on
+the session's Ray instance; sweeps that must be killed run in a subprocess that joins that
+instance by address.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from mlflow import MlflowClient
+
+from sweeper.sweep import run_sweep
+from sweeper.tracking import Tracker
+
+TOY = ["cell=sweeper.toy.toy_cell", "horizon=50"]
+
+
+def _overrides(tracking_uri: str, name: str, *extra: str) -> list[str]:
+    return [*TOY, f"tracking.uri={tracking_uri}", f"experiment.name={name}", *extra]
+
+
+def _sweep(composer, overrides: list[str]):
+    out = io.StringIO()
+    result = run_sweep(composer(overrides), composer, overrides, out=out)
+    return result, out.getvalue()
+
+
+def _cell_runs(tracking_uri: str, name: str) -> list:
+    client = MlflowClient(tracking_uri)
+    experiment = client.get_experiment_by_name(name)
+    if experiment is None:
+        return []
+    runs = client.search_runs([experiment.experiment_id], max_results=5000)
+    return [r for r in runs if "cell_key" in r.data.tags]
+
+
+def _statuses(runs) -> Counter:
+    return Counter(r.info.status for r in runs)
+
+
+def _assert_one_finished_run_per_cell(runs, cells: int) -> None:
+    finished = Counter(r.data.tags["cell_key"] for r in runs if r.info.status == "FINISHED")
+    assert len(finished) == cells, f"{len(finished)} cells have a FINISHED run, want {cells}"
+    assert set(finished.values()) == {1}, f"duplicated FINISHED runs: {finished}"
+    assert not [r for r in runs if r.info.status == "RUNNING"], "a run is left RUNNING"
+
+
+def _spawn(args: list[str], cwd: Path) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if k not in ("MLFLOW_TRACKING_URI", "RAY_ADDRESS")}
+    return subprocess.Popen(
+        [sys.executable, "-m", "sweeper", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def _wait_for_finished(proc, tracking_uri: str, name: str, count: int, limit_s: float = 120):
+    deadline = time.time() + limit_s
+    while time.time() < deadline:
+        assert proc.poll() is None, f"the sweep ended early: {proc.communicate()}"
+        try:
+            runs = _cell_runs(tracking_uri, name)
+        except Exception:  # the store is being created or is locked for a moment
+            runs = []
+        if _statuses(runs)["FINISHED"] >= count:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"fewer than {count} cells finished in {limit_s}s")
+
+
+# --- failure isolation ----------------------------------------------------------------
+
+
+def test_a_failing_and_a_diverging_cell_are_failed_runs_and_the_sweep_goes_on(
+    composer, tracking_uri, ray_local
+):
+    overrides = _overrides(
+        tracking_uri, "failing", "seeds=4", "+toy.fail_seeds=[1]", "+toy.nan_seeds=[2]"
+    )
+    result, out = _sweep(composer, overrides)
+    assert result.finished == 2 and len(result.failed) == 2 and not result.ok
+    assert result.exit_code == 1
+    reasons = {f.label.rsplit("seed", 1)[1]: f.error for f in result.failed}
+    assert "RuntimeError: injected failure for seed 1" in reasons["1"]
+    assert "not finite" in reasons["2"]
+    assert "2 cell(s) FAILED" in out and "injected failure for seed 1" in out
+
+    runs = _cell_runs(tracking_uri, "failing")
+    assert _statuses(runs) == Counter({"FINISHED": 2, "FAILED": 2})
+    client = MlflowClient(tracking_uri)
+    (bad,) = [r for r in runs if r.data.tags["seed"] == "1"]
+    assert bad.info.status == "FAILED"
+    assert "injected failure" in bad.data.tags["error"]
+    traceback = Path(client.download_artifacts(bad.info.run_id, "traceback.txt")).read_text()
+    assert "Traceback" in traceback and "toy_cell" in traceback
+    # The table lists the failures too, so a report never silently drops them.
+    table = result.table.set_index("seed")
+    assert table.loc[1, "status"] == "FAILED" and "injected" in table.loc[1, "error"]
+    assert table.loc[0, "status"] == "FINISHED" and table.loc[0, "final_regret"] > 0
+
+    # Rerunning retries only the failed cells (they fail again: the bug is in the cell).
+    again, _ = _sweep(composer, overrides)
+    assert again.skipped == 2 and len(again.failed) == 2 and again.finished == 0
+
+
+def test_a_cell_over_its_time_limit_is_cancelled_and_failed(
+    composer, tracking_uri, ray_local, tmp_path
+):
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    overrides = _overrides(
+        tracking_uri,
+        "timeout",
+        "seeds=2",
+        "+toy.hang_seeds=[0]",
+        f"+toy.pid_dir={pids}",
+        "launcher.timeout_s=2",
+    )
+    started = time.perf_counter()
+    result, _ = _sweep(composer, overrides)
+    assert time.perf_counter() - started < 60
+    assert result.finished == 1 and len(result.failed) == 1
+    (failure,) = result.failed
+    assert failure.label.endswith("seed0") and "TimeoutError" in failure.error
+    assert "launcher.timeout_s" in failure.error
+    (run,) = [r for r in _cell_runs(tracking_uri, "timeout") if r.data.tags["seed"] == "0"]
+    assert run.info.status == "FAILED" and "TimeoutError" in run.data.tags["error"]
+    # ray.cancel(force=True) killed the worker that was running the hung cell.
+    pid = int((pids / "seed0.pid").read_text())
+    deadline = time.time() + 20
+    while time.time() < deadline and Path(f"/proc/{pid}").exists():
+        time.sleep(0.2)
+    assert not Path(f"/proc/{pid}").exists(), "the hung cell's worker process is still alive"
+
+
+def test_a_dead_worker_is_retried_and_one_that_always_dies_fails(
+    composer, tracking_uri, ray_local, tmp_path
+):
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    once = _overrides(
+        tracking_uri, "crash", "seeds=2", f"+toy.crash_once_dir={markers}", "launcher.max_retries=1"
+    )
+    result, _ = _sweep(composer, once)
+    assert result.ok and result.finished == 2
+    assert sorted(p.name for p in markers.iterdir()) == ["seed0.crashed", "seed1.crashed"]
+
+    always = _overrides(
+        tracking_uri, "crash", "seeds=1", "+toy.crash_seeds=[0]", "launcher.max_retries=1"
+    )
+    result, _ = _sweep(composer, always)
+    (failure,) = result.failed
+    assert "2 attempt(s)" in failure.error and "Worker" in failure.error
+
+
+# --- resume ---------------------------------------------------------------------------
+
+
+def test_a_sweep_killed_with_sigkill_resumes_without_duplicates(
+    composer, tracking_uri, ray_address, tmp_path
+):
+    name = "killed"
+    args = _overrides(
+        tracking_uri,
+        name,
+        "seeds=10",
+        "+toy.sleep_s=0.4",
+        "tracking.flush_every=2",
+        f"launcher.address={ray_address}",
+    )
+    proc = _spawn(args, tmp_path)
+    try:
+        _wait_for_finished(proc, tracking_uri, name, 3)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    before = _cell_runs(tracking_uri, name)
+    finished_before = _statuses(before)["FINISHED"]
+    assert 3 <= finished_before < 10
+
+    result, out = _sweep(composer, args)
+    assert result.ok and result.skipped == finished_before
+    assert result.finished == 10 - finished_before
+    runs = _cell_runs(tracking_uri, name)
+    _assert_one_finished_run_per_cell(runs, 10)
+    assert len(result.table) == 10 and set(result.table["status"]) == {"FINISHED"}
+    assert result.table["cell_key"].is_unique
+    assert {r.data.tags["mlflow.parentRunId"] for r in runs} == {result.parent_run_id}
+
+
+def test_ctrl_c_cancels_what_is_in_flight_keeps_the_rest_and_says_how_to_resume(
+    composer, tracking_uri, ray_address, tmp_path
+):
+    name = "interrupted"
+    args = _overrides(
+        tracking_uri, name, "seeds=10", "+toy.sleep_s=0.5", f"launcher.address={ray_address}"
+    )
+    proc = _spawn(args, tmp_path)
+    try:
+        _wait_for_finished(proc, tracking_uri, name, 2)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, stderr[-2000:]
+    assert "Interrupted" in stdout and "python -m sweeper" in stdout
+    assert "cell=sweeper.toy.toy_cell" in stdout  # the resume command repeats the overrides
+    runs = _cell_runs(tracking_uri, name)
+    finished_before = _statuses(runs)["FINISHED"]
+    assert finished_before < 10 and not _statuses(runs)["RUNNING"]
+    client = MlflowClient(tracking_uri)
+    experiment = client.get_experiment_by_name(name)
+    (parent,) = client.search_runs([experiment.experiment_id], "tags.role = 'sweep'")
+    assert parent.info.status == "KILLED"
+
+    result, _ = _sweep(composer, args)
+    assert result.ok and result.skipped == finished_before
+    _assert_one_finished_run_per_cell(_cell_runs(tracking_uri, name), 10)
+
+
+def test_running_leftovers_are_reaped_and_missing_table_rows_rebuilt(
+    composer, tracking_uri, ray_local
+):
+    name = "leftovers"
+    overrides = _overrides(tracking_uri, name, "seeds=6")
+    first, _ = _sweep(composer, overrides)
+    assert first.ok
+    tracker = Tracker(tracking_uri, name)
+    parent = first.parent_run_id
+    # As if the driver had been killed: the last 3 cells never reached the table, and one
+    # cell's run was cut off while being logged (RUNNING, its driver gone).
+    table = first.table.sort_values("start_time")
+    tracker.write_cells_table(parent, table.iloc[:3])
+    tracker.client.set_tag(parent, "table_until", str(int(table["start_time"].iloc[3]) - 10_000))
+    orphan = tracker.client.create_run(
+        tracker.experiment_id,
+        tags={
+            "cell_key": table["cell_key"].iloc[0],
+            "mlflow.parentRunId": parent,
+            "sweeper.driver": "somewhere-else:1:1",
+        },
+    )
+
+    second, out = _sweep(composer, overrides)
+    assert second.ok and second.skipped == 6 and second.finished == 0
+    assert second.reaped == 1 and second.rebuilt_rows >= 3
+    assert "set to KILLED" in out
+    assert tracker.client.get_run(orphan.info.run_id).info.status == "KILLED"
+    assert len(second.table) == 6 and set(second.table["status"]) == {"FINISHED"}
+    rebuilt = second.table.set_index("cell_key").loc[table["cell_key"].iloc[5]]
+    original = first.table.set_index("cell_key").loc[table["cell_key"].iloc[5]]
+    assert rebuilt["final_regret"] == pytest.approx(original["final_regret"])
+    assert list(rebuilt["curve_regret"]) == pytest.approx(list(original["curve_regret"]))
+
+
+def test_the_resume_index_reads_tables_and_searches_only_runs_after_the_last_flush(
+    composer, tracking_uri, ray_local
+):
+    name = "index"
+    first, _ = _sweep(composer, _overrides(tracking_uri, name, "seeds=5"))
+    index = Tracker(tracking_uri, name).resume_index()
+    assert len(index.finished) == 5 and index.tables == 1
+    assert index.searched_runs == 0, "a complete table needs no run search"
+    # A bigger sweep of the same experiment reuses the 5 finished cells of the first one.
+    second, _ = _sweep(composer, _overrides(tracking_uri, name, "seeds=7"))
+    assert second.skipped == 5 and second.finished == 2
+    assert len(second.table) == 7
+    _assert_one_finished_run_per_cell(_cell_runs(tracking_uri, name), 7)
+
+
+def test_rerun_recomputes_and_supersedes_the_old_runs(composer, tracking_uri, ray_local):
+    name = "rerun"
+    first, _ = _sweep(composer, _overrides(tracking_uri, name, "seeds=3"))
+    second, out = _sweep(composer, _overrides(tracking_uri, name, "seeds=3", "rerun=true"))
+    assert second.finished == 3 and second.skipped == 0 and "recomputing" in out
+    runs = _cell_runs(tracking_uri, name)
+    assert _statuses(runs) == Counter({"FINISHED": 6})
+    old = {r.info.run_id: r for r in runs if r.info.run_id in set(first.table["run_id"])}
+    new_ids = set(second.table["run_id"])
+    assert len(old) == 3 and not new_ids & set(old)
+    assert {r.data.tags.get("superseded_by") for r in old.values()} == new_ids
+    current = [r for r in runs if "superseded_by" not in r.data.tags]
+    assert {r.info.run_id for r in current} == new_ids
+    # A plain resume afterwards skips everything and keeps the newest runs in the table.
+    third, _ = _sweep(composer, _overrides(tracking_uri, name, "seeds=3"))
+    assert third.skipped == 3 and set(third.table["run_id"]) == new_ids
+
+
+def test_cells_run_on_the_local_launcher_with_a_time_limit(composer, tracking_uri):
+    overrides = _overrides(
+        tracking_uri,
+        "local",
+        "seeds=2",
+        "+toy.hang_seeds=[1]",
+        "launcher.name=local",
+        "launcher.timeout_s=1",
+    )
+    result, _ = _sweep(composer, overrides)
+    assert result.finished == 1
+    (failure,) = result.failed
+    assert failure.label.endswith("seed1") and "TimeoutError" in failure.error
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("launcher.timeout_s=0", "timeout_s must be a positive"),
+        ("launcher.name=slurm", "valid launchers are: ray, local"),
+        ("launcher.max_in_flight=0", "max_in_flight must be"),
+    ],
+)
+def test_a_bad_launcher_setting_fails_before_anything_runs(
+    composer, tracking_uri, override, message
+):
+    overrides = _overrides(tracking_uri, "bad", "seeds=1", override)
+    with pytest.raises(ValueError, match=message):
+        _sweep(composer, overrides)
+    assert not _cell_runs(tracking_uri, "bad")
+
+
+# --- the command line -------------------------------------------------------------------
+
+
+def test_the_command_exits_non_zero_and_summarises_when_a_cell_fails(tmp_path, tracking_uri):
+    args = _overrides(
+        tracking_uri,
+        "cli",
+        "seeds=3",
+        "+toy.fail_seeds=[2]",
+        "launcher.name=local",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "sweeper", *args], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "3/3 done (2 ok, 1 failed)" in done.stdout
+    assert "FAILED" in done.stdout and "injected failure for seed 2" in done.stdout
+    assert "cells/s" in done.stdout and "2 finished, 1 failed, 0 skipped of 3 cells" in done.stdout
+
+
+def test_an_unknown_experiment_lists_the_valid_ones(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "sweeper", "+exp=nope", f"tracking.uri=sqlite:///{tmp_path}/m.db"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert done.returncode != 0
+    assert "Could not find 'exp/nope'" in done.stderr
+    listed = done.stderr.split("Available options in 'exp':", 1)[1]
+    for experiment in ("smoke", "main", "grid", "candidates", "ablation", "syndicated"):
+        assert experiment in listed
+    assert not (tmp_path / "m.db").exists()
