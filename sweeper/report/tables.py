@@ -301,7 +301,8 @@ def metric_table(
 
 def _cell_text(s: Mapping[str, Any], stat: str, full: int) -> str:
     if not s["n"]:
-        return f"all {s['n_failed']} failed" if s["n_failed"] else ""
+        n = s["n_failed"]
+        return f"failed ({n} seed{'s' if n != 1 else ''})" if n else ""
     text = fmt(s["mean"])
     if stat == "mean_sd" and s["n"] > 1:
         text += f" ± {fmt(s['std'], like=s['mean'])}"
@@ -319,8 +320,9 @@ def _caption(spec: TableSpec, full: int) -> str:
         "min": " Lower is better; the best in each row is bold.",
         "max": " Higher is better; the best in each row is bold.",
     }.get(spec.better or "", "")
+    seeds = f"{full} seed{'s' if full != 1 else ''}"
     return (
-        f"{spec.title}: {what} over the FINISHED seeds of each cell (up to {full} seeds); "
+        f"{spec.title}: {what} over the FINISHED seeds of each cell (up to {seeds}); "
         f"failed seeds are counted, not averaged.{better}"
     )
 
