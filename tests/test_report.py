@@ -18,6 +18,7 @@ from scipy import stats
 
 from sweeper.grid import CONF_DIR
 from sweeper.report import build_report
+from sweeper.report.__main__ import main as report_main
 from sweeper.report.load import ReportError
 from sweeper.sweep import run_sweep
 from sweeper.tracking import Tracker
@@ -257,7 +258,9 @@ def test_pivoted_axis_labels_and_published_numbers(uri, tmp_path):
     assert optimum["best candidates"].tolist() == [best]
 
 
-def test_cli_writes_the_report_and_rejects_an_unknown_experiment(store, tmp_path):
+def test_cli_writes_the_report_and_rejects_an_unknown_experiment(
+    store, tmp_path, monkeypatch, capsys
+):
     env = {**os.environ, "MLFLOW_TRACKING_URI": store["uri"]}
     out = tmp_path / "cli"
     done = subprocess.run(
@@ -270,15 +273,10 @@ def test_cli_writes_the_report_and_rejects_an_unknown_experiment(store, tmp_path
     assert done.returncode == 0, done.stderr
     assert "2 failed" in done.stdout
     assert (out / "index.html").is_file() and (out / "tables" / "regret.md").is_file()
-    done = subprocess.run(
-        [sys.executable, "-m", "sweeper.report", "nope"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-    )
-    assert done.returncode == 2
-    assert "no experiment 'nope'" in done.stderr and "rep_main" in done.stderr
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", store["uri"])
+    assert report_main(["nope"]) == 2
+    stderr = capsys.readouterr().err
+    assert "no experiment 'nope'" in stderr and "rep_main" in stderr
 
 
 def test_a_missing_store_is_a_clear_error(tmp_path, monkeypatch):
