@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 EXP ?= smoke
 ARGS ?=
 
-.PHONY: run test test-slow lint bench report clean movielens
+.PHONY: run test test-slow test-experiments bench-orchestration lint bench report clean movielens
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,12 @@ test: $(STAMP)  ## the test suite (slow-marked reproductions excluded)
 
 test-slow: $(STAMP)  ## only the slow-marked reproductions
 	$(BIN)/python -m pytest -q -m slow $(ARGS)
+
+test-experiments: $(STAMP)  ## every experiment of conf/exp/ at reduced size, on Ray (slow)
+	$(BIN)/python -m pytest -q -m slow tests/test_experiments.py $(ARGS)
+
+bench-orchestration: $(STAMP)  ## cells/s of 1000 trivial cells, expected experiment times
+	$(BIN)/python bench/bench_orchestration.py $(ARGS)
 
 report: $(STAMP)  ## tables and figures of an experiment (EXP=smoke)
 	$(BIN)/python -m sweeper.report $(EXP) $(ARGS)

@@ -397,11 +397,7 @@ class Tracker:
                     Metric("regret", float(v), start, int(s))
                     for s, v in zip(steps, values, strict=True)
                 ]
-                row["curve_step"] = steps.tolist()
-                row["curve_regret"] = values.tolist()
-            trace = result.get("trace") or {}
-            for i, name in enumerate(trace.get("names", [])):
-                row[f"hp_{name}"] = downsample(np.asarray(trace["values"])[:, i])[1].tolist()
+            row.update(_curve_columns(result))
         param_chunks = [param_list[i : i + 100] for i in range(0, len(param_list), 100)]
         metric_chunks = [metrics[i : i + 900] for i in range(0, len(metrics), 900)]
         for i in range(max(len(param_chunks), len(metric_chunks))):
@@ -423,14 +419,13 @@ class Tracker:
         return row
 
     def row_from_run(self, cell: Cell, run: Any) -> dict[str, Any]:
-        """Rebuild a finished cell's table row from its run (when no table had it)."""
+        """Rebuild a finished cell's table row from its run (when no table had it): the
+        summary from its metrics, the curve and hyperparameters from its ``cell.npz``
+        (else the curve from the ``regret`` metric)."""
         if isinstance(run, str):
             run = self.client.get_run(run)
-        history = sorted(
-            self.client.get_metric_history(run.info.run_id, "regret"), key=lambda m: m.step
-        )
         summary = {k: v for k, v in run.data.metrics.items() if k not in ("regret", "wall_s")}
-        return {
+        row = {
             "cell_key": cell.key,
             "run_id": run.info.run_id,
             "status": "FINISHED",
@@ -442,12 +437,58 @@ class Tracker:
             "wall_s": run.data.metrics.get("wall_s"),
             "start_time": int(run.info.start_time),
             **summary,
-            "curve_step": [m.step for m in history],
-            "curve_regret": [m.value for m in history],
+        }
+        result = self._read_npz(run.info.run_id, run.info.artifact_uri)
+        if result is not None:
+            row.update(_curve_columns(result))
+        else:
+            history = sorted(
+                self.client.get_metric_history(run.info.run_id, "regret"), key=lambda m: m.step
+            )
+            row["curve_step"] = [m.step for m in history]
+            row["curve_regret"] = [m.value for m in history]
+        return row
+
+    def _read_npz(self, run_id: str, artifact_uri: str) -> dict[str, Any] | None:
+        """A cell's curves and trace back from its ``cell.npz``, or None."""
+        try:
+            local = self._local_artifact_dir(run_id, artifact_uri)
+            if local is not None:
+                data = (local / CELL_ARTIFACT).read_bytes()
+            else:
+                with tempfile.TemporaryDirectory() as tmp:
+                    data = Path(
+                        self.client.download_artifacts(run_id, CELL_ARTIFACT, tmp)
+                    ).read_bytes()
+            with np.load(io.BytesIO(data)) as npz:
+                arrays = {k: npz[k] for k in npz.files}
+        except Exception:
+            return None
+        return {
+            "curves": {k[6:]: v for k, v in arrays.items() if k.startswith("curve_")},
+            "trace": {k[6:]: v for k, v in arrays.items() if k.startswith("trace_")},
         }
 
     def set_tags(self, run_id: str, tags: Mapping[str, str]) -> None:
         self.client.log_batch(run_id, tags=[RunTag(k, v) for k, v in tags.items()])
+
+
+def _curve_columns(result: Mapping[str, Any]) -> dict[str, Any]:
+    """The table's curve_step, curve_regret and hp_<name> columns of a cell's result."""
+    columns: dict[str, Any] = {}
+    curves = result.get("curves") or {}
+    if "regret" in curves:
+        steps, values = downsample(np.asarray(curves["regret"]))
+        columns["curve_step"] = steps.tolist()
+        columns["curve_regret"] = values.tolist()
+    trace = result.get("trace") or {}
+    names = [str(n) for n in trace.get("names", [])]
+    if names:
+        values = np.asarray(trace["values"], dtype=float)
+        values = values[:, None] if values.ndim == 1 else values
+        for i, name in enumerate(names):
+            columns[f"hp_{name}"] = downsample(values[:, i])[1].tolist()
+    return columns
 
 
 def _npz(result: Mapping[str, Any]) -> bytes:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -268,6 +269,30 @@ def test_running_leftovers_are_reaped_and_missing_table_rows_rebuilt(
     original = first.table.set_index("cell_key").loc[table["cell_key"].iloc[5]]
     assert rebuilt["final_regret"] == pytest.approx(original["final_regret"])
     assert list(rebuilt["curve_regret"]) == pytest.approx(list(original["curve_regret"]))
+    hp = "hp_exploration_rate"  # the hyperparameter trace comes back from cell.npz
+    assert list(rebuilt[hp]) == pytest.approx(list(original[hp]))
+
+
+def test_the_same_sweep_running_in_another_live_process_is_refused(composer, tracking_uri):
+    from sweeper.tracking import _process_start
+
+    name = "twice"
+    overrides = _overrides(tracking_uri, name, "seeds=1", "launcher.name=local")
+    first, _ = _sweep(composer, overrides)
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        driver = f"{socket.gethostname()}:{other.pid}:{_process_start(other.pid)}"
+        client = MlflowClient(tracking_uri)
+        client.set_tag(first.parent_run_id, "sweeper.driver", driver)
+        client.update_run(first.parent_run_id, status="RUNNING")
+        with pytest.raises(RuntimeError, match=f"already running in process {other.pid}"):
+            _sweep(composer, overrides)
+    finally:
+        other.kill()
+        other.wait()
+    # Once that process is gone, the same command takes the sweep over.
+    again, _ = _sweep(composer, overrides)
+    assert again.ok and again.skipped == 1
 
 
 def test_the_resume_index_reads_tables_and_searches_only_runs_after_the_last_flush(
