@@ -57,6 +57,20 @@ LINUCB_ROWS: list[tuple[str, list[str]]] = [
 ]
 
 
+def sensitivity_rows() -> list[tuple[str, list[str]]]:
+    """CDT's Zooming TS scale: tau0 and the constant of s0, against OP on the same seeds."""
+    rows = [("op", ["tuner=op"])]
+    for ts_name, ts_constant in (("52 pi", 52 * math.pi), ("pi/2", PRACTICAL_TS)):
+        for tau0 in (0.05, 0.1, 0.25, 0.5):
+            rows.append(
+                (
+                    f"cdt tau0={tau0} s0 const={ts_name}",
+                    ["tuner=cdt", f"tuner.tau0={tau0}", f"tuner.ts_constant={ts_constant}"],
+                )
+            )
+    return rows
+
+
 def lipschitz_rows(horizon: int, tau0: float, ts_constant: float) -> list[tuple[str, list[str]]]:
     scale = [f"tuner.tau0={tau0}", f"tuner.ts_constant={ts_constant}"]
     return [
@@ -125,9 +139,39 @@ def table(results, reference: str, paper: dict[str, float | None] | None = None)
     return lines
 
 
+HEADER = [
+    "# Tuners: measured numbers next to the papers'",
+    "",
+    "Written by `bench/bench_tuners.py` (cells run through conf/ and the cell functions; paired "
+    "seeds; each part rewrites only its own section). Measured on a loaded 2-core machine "
+    "shared with other jobs: the regret numbers are exact for their seeds, the runtimes should "
+    "be re-measured on an idle machine.",
+    "",
+]
+PARTS = ("linucb", "sensitivity", "lipschitz", "notes")  # notes: written by hand, kept
+
+
+def write_sections(out: Path, sections: dict[str, list[str]]) -> None:
+    """Replace the sections measured in this run, keep the others already in ``out``."""
+    kept: dict[str, str] = {}
+    if out.exists():
+        text = out.read_text()
+        for part in PARTS:
+            start, end = f"<!-- part:{part} -->", f"<!-- /part:{part} -->"
+            if start in text and end in text:
+                kept[part] = text[text.index(start) : text.index(end) + len(end)]
+    for part, lines in sections.items():
+        kept[part] = "\n".join([f"<!-- part:{part} -->", *lines, f"<!-- /part:{part} -->"])
+    body = [kept[part] for part in PARTS if part in kept]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(HEADER) + "\n" + "\n\n".join(body) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=["all", "linucb", "lipschitz"], default="all")
+    parser.add_argument(
+        "--part", choices=["all", "linucb", "sensitivity", "lipschitz"], default="all"
+    )
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--horizon", type=int, default=14000)
     parser.add_argument("--lipschitz-seeds", type=int, default=5)
@@ -138,14 +182,7 @@ def main() -> None:
     args = parser.parse_args()
 
     started = time.perf_counter()
-    lines = [
-        "# Tuners: measured numbers next to the papers'",
-        "",
-        "Written by `bench/bench_tuners.py` (cells run through conf/ and the cell functions; "
-        "paired seeds). Measured on a loaded 2-core machine shared with other jobs: the regret "
-        "numbers are exact for their seeds, the runtimes should be re-measured on an idle machine.",
-        "",
-    ]
+    sections: dict[str, list[str]] = {}
     with mp.get_context("spawn").Pool(args.processes) as pool:
         if args.part in ("all", "linucb"):
             common = [
@@ -156,7 +193,7 @@ def main() -> None:
                 "space.candidates=[0.1,1,2,3,4,5]",
             ]
             results = measure(LINUCB_ROWS, common, args.seeds, pool)
-            lines += [
+            sections["linucb"] = [
                 f"## LinUCB on the simulated linear bandit (T={args.horizon}, K=120, d=25, "
                 f"{args.seeds} seeds)",
                 "",
@@ -166,8 +203,28 @@ def main() -> None:
                 *table(results, "cdt", PAPER_LINUCB),
                 "",
             ]
+        if args.part in ("all", "sensitivity"):
+            common = [
+                "algorithm=linucb",
+                "dataset=simulation",
+                f"horizon={args.horizon}",
+                "space.interval=[0.1,5]",
+                "space.candidates=[0.1,1,2,3,4,5]",
+            ]
+            results = measure(sensitivity_rows(), common, args.seeds, pool)
+            sections["sensitivity"] = [
+                f"## CDT's scale (tau0, constant of s0) on LinUCB, T={args.horizon}, "
+                f"{args.seeds} seeds",
+                "",
+                "r = sqrt(13/2 tau0^2 ln T / n) and s0 = sqrt(c tau0^2 ln T): c = 52 pi in 000 "
+                "Eq. 5, pi/2 in the authors' released A.3 (Lipschitz) experiments.",
+                "",
+                *table(results, "op"),
+                "",
+            ]
         if args.part in ("all", "lipschitz"):
             sd = math.sqrt(0.1)
+            lipschitz: list[str] = []
             for family in ("triangle", "sine"):
                 common = [
                     "cell=tasks.bandit_tuning.lipschitz_cell.run_cell",
@@ -182,16 +239,18 @@ def main() -> None:
                 ):
                     rows = lipschitz_rows(args.lipschitz_horizon, sd, ts_constant)
                     results = measure(rows, common, args.lipschitz_seeds, pool)
-                    lines += [
+                    lipschitz += [
                         f"## Switching Lipschitz, {family}, T={args.lipschitz_horizon}, "
                         f"{args.lipschitz_seeds} seeds, tau0 = sqrt(0.1), {tag}",
                         "",
                         *table(results, "Zooming TS-R (cdt)"),
                         "",
                     ]
-    lines.append(f"Total wall time: {time.perf_counter() - started:.0f} s.")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines) + "\n")
+            sections["lipschitz"] = lipschitz
+    elapsed = time.perf_counter() - started
+    for part in sections:
+        sections[part].append(f"({part}: {elapsed:.0f} s of wall time for this run.)")
+    write_sections(args.out, sections)
     print(f"wrote {args.out}")
 
 

@@ -107,7 +107,9 @@ def run_cell(config: Mapping[str, Any]) -> dict[str, Any]:
         if index >= warmup:
             tuner.observe(reward)
             for key, value in tuner.state().items():
-                state_trace.setdefault(key, np.full(horizon, np.nan))[index] = value
+                if key not in state_trace:
+                    state_trace[key] = np.full(horizon, np.nan)
+                state_trace[key][index] = value
         instant_regret[index] = environment.best_mean(index) - float(environment.mean(index, x))
         rewards[index] = reward
         chosen[index] = x

@@ -183,6 +183,8 @@ class ZoomingCore:
     def _restore_cover(self, center: np.ndarray, old: float, new: float) -> None:
         """Only the pulled arm's ball shrank, so only B(v, old) \\ B(v, new) can have lost
         cover; activate uncovered points there until the active balls cover A_0 again."""
+        if self.dim == 1 and center[0] - new <= 0.0 and center[0] + new >= 1.0:
+            return  # the shrunken interval still holds all of [0, 1]
         lo = np.maximum(center - old, 0.0)
         hi = np.minimum(center + old, 1.0)
         if (center - new <= lo).all() and (center + new >= hi).all():
