@@ -105,7 +105,9 @@ def run_cell(config: Mapping[str, Any]) -> dict[str, Any]:
             if index >= warmup:
                 tuner_observe(reward)
                 for key, value in tuner_state().items():
-                    state_trace.setdefault(key, np.full(horizon, np.nan))[index] = value
+                    if key not in state_trace:
+                        state_trace[key] = np.full(horizon, np.nan)
+                    state_trace[key][index] = value
             instant_regret[index] = means.max() - means[arm]
             rewards[index] = reward
 
