@@ -17,6 +17,8 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from concurrent import futures
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TextIO
@@ -25,10 +27,11 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from sweeper.cells import Cell, canonical_json
+from sweeper.execute import Outcome
 from sweeper.grid import Composer, expand
 from sweeper.launch import check_launcher, init_ray, launch
 from sweeper.progress import Progress, format_duration
-from sweeper.tracking import IndexEntry, Tracker
+from sweeper.tracking import IndexEntry, Tracker, now_ms
 from tasks.building import locate
 
 TABLE_FLUSH_EVERY = 50
@@ -95,6 +98,7 @@ def run_sweep(
     validate(cells)
     name = str(cfg.experiment.name)
     tracker = Tracker(cfg.tracking.get("uri"), name)
+    log_threads = _log_threads(cfg, tracker)
     parents = tracker.sweep_parents()
     parent = tracker.parent_run(
         sweep_key(cells), OmegaConf.to_yaml(cfg), str(cfg.experiment.get("description") or "")
@@ -129,10 +133,28 @@ def run_sweep(
     flush_every = int(cfg.tracking.get("flush_every") or TABLE_FLUSH_EVERY)
     flush_every_s = float(cfg.tracking.get("flush_every_s") or TABLE_FLUSH_EVERY_S)
     progress = Progress(len(todo), out)
+    logger = _CellLogger(tracker, parent, log_threads)
     running: set[str] = set()
+    unflushed, last_flush = 0, time.perf_counter()
+
+    def record(logged: list[tuple[Cell, Outcome, dict[str, Any]]]) -> None:
+        nonlocal unflushed
+        for cell, outcome, row in logged:
+            # A failed recomputation never hides a cell's finished result.
+            if outcome.status == "FINISHED" or rows.get(cell.key, {}).get("status") != "FINISHED":
+                rows[cell.key] = row
+            unflushed += 1
+            if outcome.status == "FINISHED":
+                result.finished += 1
+            else:
+                failure = Failure(
+                    cell.label, outcome.error or "unknown error", cell.key, row["run_id"]
+                )
+                result.failed.append(failure)
+                progress.message(f"FAILED {cell.label}: {_first_line(failure.error)}")
+
     if todo and cfg.launcher.get("name", "ray") == "ray":
         init_ray(cfg.launcher)  # before the clock: cells/s measures dispatch, not start-up
-    unflushed, last_flush = 0, time.perf_counter()
     dispatch_started = time.perf_counter()
     try:
         with _graceful_stop(progress) as stop, closing(launch(todo, cfg.launcher)) as events:
@@ -142,37 +164,26 @@ def run_sweep(
                     running.add(cell.key)
                     progress.start()
                 elif event.kind == "finished" and cell is not None and outcome is not None:
-                    old = known.get(cell.key)
-                    row = tracker.log_cell(
-                        cell, outcome, parent, supersedes=[old.run_id] if old else []
-                    )
-                    # A failed recomputation never hides a cell's finished result.
-                    if (
-                        outcome.status == "FINISHED"
-                        or rows.get(cell.key, {}).get("status") != "FINISHED"
-                    ):
-                        rows[cell.key] = row
                     progress.finish(outcome.status == "FINISHED", cell.key in running)
                     running.discard(cell.key)
-                    unflushed += 1
-                    if outcome.status == "FINISHED":
-                        result.finished += 1
-                    else:
-                        failure = Failure(
-                            cell.label, outcome.error or "unknown error", cell.key, row["run_id"]
-                        )
-                        result.failed.append(failure)
-                        progress.message(f"FAILED {cell.label}: {_first_line(failure.error)}")
+                    old = known.get(cell.key)
+                    record(logger.submit(cell, outcome, [old.run_id] if old else []))
+                record(logger.collect())
                 if unflushed and (
                     unflushed >= flush_every or time.perf_counter() - last_flush >= flush_every_s
                 ):
-                    tracker.write_cells_table(parent, pd.DataFrame(rows.values()))
+                    table = pd.DataFrame(rows.values())
+                    tracker.write_cells_table(parent, table, until=logger.until())
                     unflushed, last_flush = 0, time.perf_counter()
                 progress.draw()
                 if stop.requested:
                     raise KeyboardInterrupt  # leaving the loop closes the launcher: it cancels
     except KeyboardInterrupt:
         result.interrupted = True
+    finally:
+        record(logger.collect(everything=True))  # the cells already computed are kept
+        logger.close()
+    if result.interrupted:
         result.cancelled = len(todo) - result.processed
     result.dispatch_s = time.perf_counter() - dispatch_started
     progress.close()
@@ -197,6 +208,60 @@ def run_sweep(
     )
     print_summary(result, out)
     return result
+
+
+class _CellLogger:
+    """Logs finished cells to MLflow: inline for a local store; for a tracking server, where
+    each cell is a few HTTP round trips, in ``threads`` parallel writers (at most
+    ``4 * threads`` cells waiting), so the driver keeps up with a large cluster."""
+
+    def __init__(self, tracker: Tracker, parent: str, threads: int) -> None:
+        self.tracker, self.parent = tracker, parent
+        self.pool = ThreadPoolExecutor(threads, "sweeper-log") if threads > 1 else None
+        self.limit = 4 * threads
+        self.pending: dict[Future, int] = {}  # a cell being logged -> when it was handed over
+
+    def _log(self, cell: Cell, outcome: Outcome, supersedes: list[str]):
+        return cell, outcome, self.tracker.log_cell(cell, outcome, self.parent, supersedes)
+
+    def submit(self, cell: Cell, outcome: Outcome, supersedes: list[str]) -> list:
+        """Log (or start logging) one cell; return the cells whose logging has completed."""
+        if self.pool is None:
+            return [self._log(cell, outcome, supersedes)]
+        self.pending[self.pool.submit(self._log, cell, outcome, supersedes)] = now_ms()
+        return self.collect(wait=len(self.pending) >= self.limit)
+
+    def collect(self, wait: bool = False, everything: bool = False) -> list:
+        """The cells logged since the last call (in hand-over order); an MLflow error raises."""
+        if not self.pending:
+            return []
+        if everything:
+            futures.wait(self.pending)
+        elif wait:
+            futures.wait(self.pending, return_when=futures.FIRST_COMPLETED)
+        done = sorted((f for f in self.pending if f.done()), key=self.pending.__getitem__)
+        for future in done:
+            del self.pending[future]
+        return [future.result() for future in done]
+
+    def until(self) -> int:
+        """The table's ``table_until``: now, or the hand-over time of the oldest cell still
+        being logged (its run may already exist without being in the table)."""
+        return min([now_ms(), *self.pending.values()])
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True)
+
+
+def _log_threads(cfg: DictConfig, tracker: Tracker) -> int:
+    """``tracking.log_threads``; null: 4 for a tracking server, 1 (inline) for a local store."""
+    value = cfg.tracking.get("log_threads")
+    if value is None:
+        return 4 if tracker.remote else 1
+    if int(value) < 1:
+        raise ValueError(f"tracking.log_threads must be a positive count or null, got {value}")
+    return int(value)
 
 
 def validate(cells: Sequence[Cell]) -> None:
@@ -281,6 +346,12 @@ def _first_line(text: str) -> str:
     return line if len(line) <= 300 else line[:297] + "..."
 
 
+def _browse(uri: str) -> str:
+    if uri.split(":", 1)[0] in ("http", "https"):
+        return f"open {uri} in a browser"
+    return f"mlflow ui --backend-store-uri {uri}"
+
+
 def _details(result: SweepResult) -> dict[str, Any]:
     return {
         "experiment": result.experiment,
@@ -325,7 +396,7 @@ def print_summary(result: SweepResult, out: TextIO = sys.stdout) -> None:
         f"cells in {format_duration(result.wall_s)} ({result.wall_s:.1f}s; "
         f"{result.cells_per_s:.2f} cells/s). Runs are in MLflow experiment "
         f"'{result.experiment}' at {result.tracking_uri}\n"
-        f"  browse them: mlflow ui --backend-store-uri {result.tracking_uri}",
+        f"  browse them: {_browse(result.tracking_uri)}",
         file=out,
     )
     if result.interrupted:

@@ -136,6 +136,8 @@ class Tracker:
     """The driver's MLflow writer and the resume index."""
 
     def __init__(self, uri: str | None, experiment: str) -> None:
+        # MLflow prints a "View run at <url>" line per run on an HTTP server: not per cell.
+        os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
         self.uri = resolve_uri(uri)
         self.client = MlflowClient(tracking_uri=self.uri)
         self.experiment_name = experiment
@@ -172,6 +174,11 @@ class Tracker:
             token = page.token
             if not token:
                 return runs
+
+    @property
+    def remote(self) -> bool:
+        """True for a tracking server (HTTP): calls are round trips, worth doing in parallel."""
+        return self.uri.split(":", 1)[0] in ("http", "https", "databricks")
 
     def sweep_parents(self) -> list[Any]:
         return self.runs("tags.role = 'sweep'")
@@ -292,9 +299,13 @@ class Tracker:
             )
         self.client.set_terminated(run_id, status or ("FAILED" if failed else "FINISHED"))
 
-    def write_cells_table(self, run_id: str, table: pd.DataFrame) -> None:
-        """Replace the parent's ``cells.parquet``; then move its ``table_until`` mark."""
-        until = now_ms()
+    def write_cells_table(self, run_id: str, table: pd.DataFrame, until: int | None = None) -> None:
+        """Replace the parent's ``cells.parquet``; then move its ``table_until`` mark.
+
+        ``until`` (ms, default now): every cell run of this parent started before then is in
+        ``table`` (with runs still being logged, the start of the oldest of them).
+        """
+        until = now_ms() if until is None else int(until)
         buffer = io.BytesIO()
         table.to_parquet(buffer, index=False)
         self._write_artifact(run_id, CELLS_TABLE, buffer.getvalue())

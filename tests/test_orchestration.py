@@ -168,6 +168,55 @@ def test_a_dead_worker_is_retried_and_one_that_always_dies_fails(
     assert "2 attempt(s)" in failure.error and "Worker" in failure.error
 
 
+def test_parallel_logging_records_every_cell_and_keeps_the_table_consistent(
+    composer, tracking_uri, ray_local
+):
+    name = "threads"
+    overrides = _overrides(
+        tracking_uri,
+        name,
+        "seeds=12",
+        "+toy.fail_seeds=[3]",
+        "tracking.log_threads=3",
+        "tracking.flush_every=2",
+    )
+    result, _ = _sweep(composer, overrides)
+    assert result.finished == 11 and [f.label[-5:] for f in result.failed] == ["seed3"]
+    runs = _cell_runs(tracking_uri, name)
+    assert _statuses(runs) == Counter({"FINISHED": 11, "FAILED": 1})
+    assert set(result.table["run_id"]) == {r.info.run_id for r in runs}
+    index = Tracker(tracking_uri, name).resume_index()
+    assert len(index.finished) == 11 and index.searched_runs == 0
+
+
+def test_the_table_mark_waits_for_the_cells_still_being_logged():
+    import threading
+
+    from sweeper.cells import Cell
+    from sweeper.execute import Outcome
+    from sweeper.sweep import _CellLogger
+    from sweeper.tracking import now_ms
+
+    release = threading.Event()
+
+    class SlowTracker:
+        def log_cell(self, cell, outcome, parent, supersedes):
+            release.wait(10)
+            return {"cell_key": cell.key, "run_id": "r", "status": outcome.status}
+
+    logger = _CellLogger(SlowTracker(), "parent", threads=2)
+    cell = Cell({"cell": "sweeper.toy.toy_cell", "seed": 0})
+    before = now_ms()
+    assert logger.submit(cell, Outcome("FINISHED"), []) == []  # handed over, not yet logged
+    time.sleep(0.05)
+    assert before <= logger.until() < now_ms() - 40  # the table may not claim that run yet
+    release.set()
+    (logged,) = logger.collect(everything=True)
+    assert logged[0] is cell and logged[2]["run_id"] == "r"
+    assert logger.until() >= now_ms() - 5
+    logger.close()
+
+
 # --- resume ---------------------------------------------------------------------------
 
 
