@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 EXP ?= smoke
 ARGS ?=
 
-.PHONY: run test test-slow test-experiments bench-orchestration lint bench report clean movielens
+.PHONY: reproduce run test test-slow test-experiments bench-orchestration lint bench report clean movielens
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,10 @@ test-experiments: $(STAMP)  ## every experiment of conf/exp/ at reduced size, on
 
 bench-orchestration: $(STAMP)  ## cells/s of 1000 trivial cells, expected experiment times
 	$(BIN)/python bench/bench_orchestration.py $(ARGS)
+
+reproduce: $(STAMP)  ## full-size sweep of EXP, then its report into docs/results/EXP
+	$(BIN)/python -m sweeper +exp=$(EXP) $(ARGS)
+	$(BIN)/python -m sweeper.report $(EXP) --out docs/results/$(EXP)
 
 report: $(STAMP)  ## tables and figures of an experiment (EXP=smoke)
 	$(BIN)/python -m sweeper.report $(EXP) $(ARGS)
