@@ -175,7 +175,7 @@ def _ray_cell(function: str, config: dict[str, Any]) -> Iterator[Any]:
 @dataclass
 class _Slot:
     cell: Cell
-    started: float | None = None  # wall-clock time of the first start (time.time())
+    started: float | None = None  # when the driver heard of the first start (time.time())
     node_ip: str | None = None
     node_id: str | None = None
 
@@ -247,7 +247,7 @@ def _receive(generator: Any, in_flight: dict[Any, _Slot], max_retries: int) -> I
         del in_flight[generator]
         yield Event("finished", slot.cell, value)
     else:
-        slot.started = float(value["started"])
+        slot.started = time.time()  # the driver's clock: no skew between nodes
         slot.node_ip, slot.node_id = value.get("node_ip"), value.get("node_id")
         yield Event("started", slot.cell, node=node_label(slot.node_ip, slot.node_id))
 
