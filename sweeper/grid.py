@@ -1,12 +1,25 @@
 """Expand a composed experiment into cells (DESIGN.md, Data flow step 2).
 
 An experiment declares ``sweep.grid``: a mapping from a config key to the list of values
-it takes, or a list of such mappings (the union of their products, for grids that are
-not a full product, such as TL for one hyperparameter and Syndicated for two). A key
-that names a config group (``algorithm``, ``tuner``, ``dataset``) takes option names
-and is composed by Hydra; any other key (``tuner.warmup``, ``horizon``) is set on the
-composed config. ``seeds: N`` adds the axis seed = 0..N-1. An axis the user overrides
-on the command line (``algorithm=linucb``) shrinks to that one value.
+it takes, or a list of such mappings (blocks; the union of their products, for grids that
+are not a full product, such as TL for one hyperparameter and Syndicated for two)::
+
+    sweep:
+      grid:
+        - algorithm: [linucb, lints]          # a group key: option names (conf/algorithm/)
+          tuner: [tl, cdt]
+          space.candidates: [[0.1, 1], [0.1, 0.5, 1]]   # a value key: each value is set
+        - algorithm: [gloc]
+          algorithm.tuned: [[exploration_rate]]        # a list value: wrap it in a list
+          tuner: [syndicated]
+    seeds: 20                                  # adds seed = 0..19 to every block
+
+A key that names a config group (``algorithm``, ``tuner``, ``dataset``) takes option names
+and is composed by Hydra; any other key (``tuner.value``, ``dataset.n_arms``, ``horizon``)
+is set on the composed config (a mapping value merges into a mapping). An axis the user
+sets on the command line (``algorithm=gloc``) keeps only the blocks whose axis lists that
+value and shrinks it to that value; when no block lists it, every block takes it. Cells
+with the same config (hence the same key) are kept once.
 """
 
 from __future__ import annotations

@@ -78,7 +78,8 @@ class Progress:
         rate = self.done / self.elapsed if self.elapsed > 0 else 0.0
         return (
             f"[{bar}] {self.done}/{self.total} done ({self.finished} ok, {self.failed} failed), "
-            f"{self.running} running, {self.remaining - self.running} queued, "
+            f"{self.remaining} remaining ({self.running} running, "
+            f"{self.remaining - self.running} queued), "
             f"{format_duration(self.elapsed)} elapsed, {rate:.2f} cells/s, "
             f"ETA {format_duration(self.eta)}"
         )

@@ -455,6 +455,6 @@ def test_the_progress_line_counts_done_failed_running_queued_and_an_eta():
     progress.finish(ok=False)
     progress.started -= 10.0  # as if 10 s had passed: 2 cells in 10 s, 3 to go
     line = progress.line()
-    assert "2/5 done (1 ok, 1 failed), 1 running, 2 queued" in line
+    assert "2/5 done (1 ok, 1 failed), 3 remaining (1 running, 2 queued)" in line
     assert "ETA 15s" in line and "0.20 cells/s" in line
     assert [format_duration(s) for s in (5, 75, 3725)] == ["5s", "1m15s", "1h02m"]
