@@ -11,13 +11,16 @@ from threadpoolctl import threadpool_limits
 
 from tasks.bandit_tuning.algorithms.base import BanditAlgorithm
 from tasks.bandit_tuning.environments.base import Environment
+from tasks.bandit_tuning.results import (
+    StateTrace,
+    cell_result,
+    horizon_of,
+    space_params,
+    spec_name,
+)
 from tasks.bandit_tuning.seeding import agent_rngs, environment_rng
 from tasks.bandit_tuning.tuners.base import Tuner
 from tasks.building import build
-
-
-def _name(spec: Mapping[str, Any]) -> str:
-    return str(spec.get("name") or spec["_target_"])
 
 
 def build_parts(config: Mapping[str, Any]) -> tuple[BanditAlgorithm, Tuner, Environment]:
@@ -40,8 +43,7 @@ def build_parts(config: Mapping[str, Any]) -> tuple[BanditAlgorithm, Tuner, Envi
 
 def validate(config: Mapping[str, Any]) -> None:
     """Fail early, before any cell runs, on a config that cannot run (bad values, missing data)."""
-    if int(config["horizon"]) <= 0:
-        raise ValueError(f"horizon must be a positive number of rounds, got {config['horizon']}")
+    horizon_of(config)
     algorithm, _tuner, environment = build_parts(config)
     _ = algorithm.space  # interval and candidate checks happen here
     check = getattr(environment, "check", None)
@@ -60,16 +62,14 @@ def run_cell(config: Mapping[str, Any]) -> dict[str, Any]:
     the expected reward of the best arm minus that of the pulled arm.
     """
     started = time.perf_counter()
-    horizon = int(config["horizon"])
-    if horizon <= 0:
-        raise ValueError(f"horizon must be a positive number of rounds, got {horizon}")
+    horizon = horizon_of(config)
     seed = int(config["seed"])
     algorithm, tuner, environment = build_parts(config)
     algorithm_rng, tuner_rng, warmup_rng = agent_rngs(
-        seed, _name(config["algorithm"]), _name(config["tuner"])
+        seed, spec_name(config["algorithm"]), spec_name(config["tuner"])
     )
 
-    environment.reset(horizon, algorithm.model, environment_rng(_name(config["dataset"]), seed))
+    environment.reset(horizon, algorithm.model, environment_rng(spec_name(config["dataset"]), seed))
     algorithm.reset(environment.n_features, horizon, algorithm_rng)
     space = algorithm.space
     tuner.reset(space, horizon, tuner_rng, algorithm.theoretical)
@@ -78,7 +78,7 @@ def run_cell(config: Mapping[str, Any]) -> dict[str, Any]:
     instant_regret = np.empty(horizon)
     rewards = np.empty(horizon)
     trace = np.full((horizon, len(space)), np.nan)
-    state_trace: dict[str, np.ndarray] = {}
+    state_trace = StateTrace(horizon)
     names = [h.name for h in space]
     # Bound methods looked up once: the loop runs T times and the per-round budget is
     # tens of microseconds (bench/bench_algorithms.py).
@@ -104,32 +104,20 @@ def run_cell(config: Mapping[str, Any]) -> dict[str, Any]:
             update(features[arm], reward, hp, t)
             if index >= warmup:
                 tuner_observe(reward)
-                for key, value in tuner_state().items():
-                    if key not in state_trace:
-                        state_trace[key] = np.full(horizon, np.nan)
-                    state_trace[key][index] = value
+                state_trace.record(index, tuner_state())
             instant_regret[index] = means.max() - means[arm]
             rewards[index] = reward
 
-    regret = np.cumsum(instant_regret)
-    return {
-        "summary": {
-            "final_regret": float(regret[-1]),
-            "cumulative_reward": float(rewards.sum()),
-            "runtime_s": time.perf_counter() - started,
-            "warmup_rounds": warmup,
-        },
-        "params": {
-            "p": len(space),
-            "tuned": ",".join(h.name for h in space),
-            **{f"interval.{h.name}": f"[{h.interval[0]}, {h.interval[1]}]" for h in space},
-            **{f"candidates.{h.name}": str(list(h.candidates)) for h in space},
-            **{f"n_candidates.{h.name}": len(h.candidates) for h in space},
-            **tuner.params(),
-        },
-        "curves": {"regret": regret, "reward": np.cumsum(rewards)},
-        "trace": {"names": [h.name for h in space], "values": trace, **state_trace},
-    }
+    return cell_result(
+        started=started,
+        instant_regret=instant_regret,
+        rewards=rewards,
+        warmup=warmup,
+        params={**space_params(space), **tuner.params()},
+        names=[h.name for h in space],
+        values=trace,
+        state=state_trace,
+    )
 
 
 run_cell.validate = validate  # the driver calls it once per distinct config before dispatch

@@ -18,16 +18,19 @@ from typing import Any
 import numpy as np
 
 from tasks.bandit_tuning.environments.lipschitz import SwitchingLipschitz
+from tasks.bandit_tuning.results import (
+    StateTrace,
+    cell_result,
+    horizon_of,
+    space_params,
+    spec_name,
+)
 from tasks.bandit_tuning.seeding import agent_rngs, environment_rng
 from tasks.bandit_tuning.space import Hyperparameter
 from tasks.bandit_tuning.tuners.base import Tuner
 from tasks.building import build
 
 ARM = "x"
-
-
-def _name(spec: Mapping[str, Any]) -> str:
-    return str(spec.get("name") or spec["_target_"])
 
 
 def build_parts(
@@ -42,7 +45,7 @@ def build_parts(
     environment = build(config["dataset"])
     if not isinstance(environment, SwitchingLipschitz):
         raise ValueError(
-            f"the Lipschitz cell needs dataset=lipschitz, got {_name(config['dataset'])}; "
+            f"the Lipschitz cell needs dataset=lipschitz, got {spec_name(config['dataset'])}; "
             "use cell=tasks.bandit_tuning.cell.run_cell for the contextual-bandit datasets"
         )
     arm = Hyperparameter(ARM, default=0.5, interval=(0.0, 1.0), candidates=environment.candidates)
@@ -59,9 +62,7 @@ def build_parts(
 
 def validate(config: Mapping[str, Any]) -> None:
     """Fail early, before any cell runs, on a config that cannot run."""
-    horizon = int(config["horizon"])
-    if horizon <= 0:
-        raise ValueError(f"horizon must be a positive number of rounds, got {horizon}")
+    horizon = horizon_of(config)
     _tuner, environment, _space = build_parts(config)
     environment.check(horizon)
 
@@ -74,14 +75,12 @@ def run_cell(config: Mapping[str, Any]) -> dict[str, Any]:
     x is drawn uniformly from the interval, as the bandit cell pulls random arms.
     """
     started = time.perf_counter()
-    horizon = int(config["horizon"])
-    if horizon <= 0:
-        raise ValueError(f"horizon must be a positive number of rounds, got {horizon}")
+    horizon = horizon_of(config)
     seed = int(config["seed"])
     tuner, environment, space = build_parts(config)
     arm = space[0]
-    tuner_rng, warmup_rng = agent_rngs(seed, "lipschitz", _name(config["tuner"]), n=2)
-    environment.reset(horizon, environment_rng(_name(config["dataset"]), seed))
+    tuner_rng, warmup_rng = agent_rngs(seed, "lipschitz", spec_name(config["tuner"]), n=2)
+    environment.reset(horizon, environment_rng(spec_name(config["dataset"]), seed))
     tuner.reset(space, horizon, tuner_rng, lambda t: {ARM: arm.default})
     warmup = min(tuner.warmup_rounds(), horizon)
     changes = {int(c) for c in environment.change_points}
@@ -90,7 +89,7 @@ def run_cell(config: Mapping[str, Any]) -> dict[str, Any]:
     instant_regret = np.empty(horizon)
     rewards = np.empty(horizon)
     chosen = np.empty(horizon)
-    state_trace: dict[str, np.ndarray] = {}
+    state_trace = StateTrace(horizon)
     for index in range(horizon):
         if index in changes:
             tuner.notify_change()
@@ -100,41 +99,32 @@ def run_cell(config: Mapping[str, Any]) -> dict[str, Any]:
             x = float(tuner.propose(index + 1)[ARM])
             if not 0.0 <= x <= 1.0:
                 raise ValueError(
-                    f"{_name(config['tuner'])} proposed x = {x} at round {index + 1}, outside "
+                    f"{spec_name(config['tuner'])} proposed x = {x} at round {index + 1}, outside "
                     "the arm set [0, 1]; give the tuner values inside it"
                 )
         reward = environment.reward(index, x)
         if index >= warmup:
             tuner.observe(reward)
-            for key, value in tuner.state().items():
-                if key not in state_trace:
-                    state_trace[key] = np.full(horizon, np.nan)
-                state_trace[key][index] = value
+            state_trace.record(index, tuner.state())
         instant_regret[index] = environment.best_mean(index) - float(environment.mean(index, x))
         rewards[index] = reward
         chosen[index] = x
 
-    regret = np.cumsum(instant_regret)
-    return {
-        "summary": {
-            "final_regret": float(regret[-1]),
-            "cumulative_reward": float(rewards.sum()),
-            "runtime_s": time.perf_counter() - started,
-            "warmup_rounds": warmup,
-        },
-        "params": {
-            "p": 1,
-            "tuned": ARM,
-            f"interval.{ARM}": f"[{low}, {high}]",
-            f"candidates.{ARM}": str(list(arm.candidates)),
-            f"n_candidates.{ARM}": len(arm.candidates),
+    return cell_result(
+        started=started,
+        instant_regret=instant_regret,
+        rewards=rewards,
+        warmup=warmup,
+        params={
+            **space_params(space),
             "change_points": str([int(c) for c in environment.change_points]),
             "peaks": str([float(a) for a in environment.peaks]),
             **tuner.params(),
         },
-        "curves": {"regret": regret, "reward": np.cumsum(rewards)},
-        "trace": {"names": [ARM], "values": chosen[:, None], **state_trace},
-    }
+        names=[ARM],
+        values=chosen[:, None],
+        state=state_trace,
+    )
 
 
 run_cell.validate = validate  # the driver calls it once per distinct config before dispatch
