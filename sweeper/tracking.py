@@ -132,6 +132,23 @@ class ResumeIndex:
             self.finished[key] = entry
 
 
+def search_all(client: MlflowClient, experiment_id: str, filter_string: str = "") -> list[Any]:
+    """Every active run of the experiment that matches ``filter_string``, page by page."""
+    runs, token = [], None
+    while True:
+        page = client.search_runs(
+            [experiment_id],
+            filter_string=filter_string,
+            run_view_type=ViewType.ACTIVE_ONLY,
+            max_results=PAGE,
+            page_token=token,
+        )
+        runs.extend(page)
+        token = page.token
+        if not token:
+            return runs
+
+
 class Tracker:
     """The driver's MLflow writer and the resume index."""
 
@@ -161,19 +178,7 @@ class Tracker:
 
     # --- searches -------------------------------------------------------------------
     def runs(self, filter_string: str = "") -> list[Any]:
-        runs, token = [], None
-        while True:
-            page = self.client.search_runs(
-                [self.experiment_id],
-                filter_string=filter_string,
-                run_view_type=ViewType.ACTIVE_ONLY,
-                max_results=PAGE,
-                page_token=token,
-            )
-            runs.extend(page)
-            token = page.token
-            if not token:
-                return runs
+        return search_all(self.client, self.experiment_id, filter_string)
 
     @property
     def remote(self) -> bool:

@@ -23,9 +23,8 @@ import numpy as np
 import pandas as pd
 import yaml
 from mlflow import MlflowClient
-from mlflow.entities import ViewType
 
-from sweeper.tracking import CELLS_TABLE, PAGE
+from sweeper.tracking import CELLS_TABLE, search_all
 
 MAX_INDEX_PARENTS = 16
 """Past this many sweeps in one experiment, one search of all cell runs replaces the
@@ -67,22 +66,6 @@ def client_for(uri: str) -> MlflowClient:
                 "$MLFLOW_TRACKING_URI at the store that holds it"
             )
     return MlflowClient(tracking_uri=uri)
-
-
-def search_all(client: MlflowClient, experiment_id: str, filter_string: str = "") -> list[Any]:
-    runs, token = [], None
-    while True:
-        page = client.search_runs(
-            [experiment_id],
-            filter_string=filter_string,
-            run_view_type=ViewType.ACTIVE_ONLY,
-            max_results=PAGE,
-            page_token=token,
-        )
-        runs.extend(page)
-        token = page.token
-        if not token:
-            return runs
 
 
 @dataclass
