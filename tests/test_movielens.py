@@ -180,6 +180,24 @@ def test_theta_is_the_mean_of_300_distinct_users(movielens_file, factor_cache):
         np.testing.assert_allclose(env.theta, env.factors().users[chosen].mean(axis=0))
 
 
+def test_theta_norm_rescales_the_users_mean_and_widens_the_logistic_means(
+    movielens_file, factor_cache
+):
+    plain = _environment(movielens_file, factor_cache, n_users=40)
+    plain.reset(10, "logistic", environment_rng("movielens", 2))
+    scaled = _environment(movielens_file, factor_cache, n_users=40, theta_norm=1.0)
+    scaled.reset(10, "logistic", environment_rng("movielens", 2))
+    assert np.linalg.norm(scaled.theta) == pytest.approx(1.0)
+    np.testing.assert_allclose(
+        scaled.theta / np.linalg.norm(scaled.theta), plain.theta / np.linalg.norm(plain.theta)
+    )
+    _, plain_means = plain.observe(0)
+    _, scaled_means = scaled.observe(0)
+    assert np.ptp(scaled_means) > np.ptp(plain_means), "a longer theta* spreads the arms apart"
+    with pytest.raises(ValueError, match="theta_norm must be positive"):
+        _environment(movielens_file, factor_cache, theta_norm=0.0)
+
+
 def test_movies_are_sampled_uniformly(movielens_file, factor_cache):
     env = _environment(movielens_file, factor_cache, n_arms=300)
     env.reset(1000, "linear", environment_rng("movielens", 2))

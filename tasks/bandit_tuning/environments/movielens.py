@@ -45,8 +45,13 @@ class MovieLens(BlockEnvironment):
         linear_offset: float = 0.0,
         linear_scale: float = 1.0,
         block_rounds: int = 64,
+        theta_norm: float | None = None,
     ) -> None:
         super().__init__(reward_model)
+        if theta_norm is not None and not theta_norm > 0:
+            raise ValueError(
+                f"theta_norm must be positive (or null to keep the mean), got {theta_norm}"
+            )
         if not 2 <= n_arms <= N_MOVIES:
             raise ValueError(f"n_arms must be between 2 and {N_MOVIES} movies, got {n_arms}")
         if not 1 <= n_users <= N_USERS:
@@ -73,6 +78,7 @@ class MovieLens(BlockEnvironment):
         self.linear_offset = float(linear_offset)
         self.linear_scale = float(linear_scale)
         self.block_rounds = int(block_rounds)
+        self.theta_norm = None if theta_norm is None else float(theta_norm)
 
     def factors(self) -> Factors:
         """The unit-ball user and movie features (memoised, cached on disk)."""
@@ -97,6 +103,10 @@ class MovieLens(BlockEnvironment):
         self.movies = factors.movies
         chosen = rng.choice(factors.users.shape[0], self.n_users, replace=False)
         self.theta = factors.users[chosen].mean(axis=0)
+        if self.theta_norm is not None:
+            # The authors' released code rescales theta* to unit norm (003's text does not):
+            # +dataset.theta_norm=1 +dataset.n_users=40 reproduces that variant.
+            self.theta *= self.theta_norm / np.linalg.norm(self.theta)
         self._movie_scores = self.movies @ self.theta  # x'theta* of every movie, once a run
 
     def _draw_block(self, start: int) -> None:
