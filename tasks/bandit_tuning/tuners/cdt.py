@@ -12,6 +12,24 @@ def default_warmup_rounds(horizon: int, p: int, multiplier: float = 1.0) -> int:
     return int(math.floor(multiplier * horizon ** (2.0 / (p + 3))))
 
 
+def check_warmup(warmup_rounds: int | None, multiplier: float) -> None:
+    """Refuse a negative T1 or a negative multiplier of its formula."""
+    if warmup_rounds is not None and int(warmup_rounds) < 0:
+        raise ValueError(f"warmup_rounds (T1) must be >= 0 or null, got {warmup_rounds}")
+    if multiplier < 0:
+        raise ValueError(f"warmup_multiplier must be >= 0, got {multiplier}")
+
+
+def resolve_warmup(warmup_rounds: int | None, multiplier: float, horizon: int, p: int) -> int:
+    """T1: the absolute setting, else the formula; at most T - 1 so one tuned round remains."""
+    T1 = (
+        default_warmup_rounds(horizon, p, multiplier)
+        if warmup_rounds is None
+        else int(warmup_rounds)
+    )
+    return min(T1, max(horizon - 1, 0))
+
+
 def default_restart_every(
     horizon: int, p: int, multiplier: float = 3.0, expected_changes: int | None = None
 ) -> int:
@@ -62,15 +80,11 @@ class CDT(ZoomingTuner):
             ts_constant=ts_constant,
             removal=removal,
         )
-        if warmup_rounds is not None and int(warmup_rounds) < 0:
-            raise ValueError(f"warmup_rounds (T1) must be >= 0 or null, got {warmup_rounds}")
+        check_warmup(warmup_rounds, warmup_multiplier)
         if restart_every is not None and int(restart_every) < 1:
             raise ValueError(f"restart_every (T2) must be >= 1 or null, got {restart_every}")
-        if warmup_multiplier < 0 or restart_multiplier <= 0:
-            raise ValueError(
-                "warmup_multiplier must be >= 0 and restart_multiplier > 0, got "
-                f"{warmup_multiplier} and {restart_multiplier}"
-            )
+        if restart_multiplier <= 0:
+            raise ValueError(f"restart_multiplier must be > 0, got {restart_multiplier}")
         self.warmup_setting = warmup_rounds
         self.warmup_multiplier = float(warmup_multiplier)
         self.restart_setting = restart_every
@@ -80,12 +94,7 @@ class CDT(ZoomingTuner):
     def reset(self, space, horizon, rng, theory) -> None:
         p = len(space)
         T = int(horizon)
-        T1 = (
-            default_warmup_rounds(T, p, self.warmup_multiplier)
-            if self.warmup_setting is None
-            else int(self.warmup_setting)
-        )
-        self._warmup = min(T1, max(T - 1, 0))
+        self._warmup = resolve_warmup(self.warmup_setting, self.warmup_multiplier, T, p)
         super().reset(space, horizon, rng, theory)
         self.T2 = (
             default_restart_every(T, p, self.restart_multiplier, self.expected_changes)

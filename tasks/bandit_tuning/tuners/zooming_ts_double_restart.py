@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from tasks.bandit_tuning.tuners.cdt import default_warmup_rounds
+from tasks.bandit_tuning.tuners.cdt import check_warmup, resolve_warmup
 from tasks.bandit_tuning.tuners.exp3 import Exp3
 from tasks.bandit_tuning.tuners.zooming import ZoomingTuner
 
@@ -45,8 +45,7 @@ class ZoomingTSDoubleRestart(ZoomingTuner):
             ts_constant=ts_constant,
             removal=removal,
         )
-        if warmup_rounds is not None and int(warmup_rounds) < 0:
-            raise ValueError(f"warmup_rounds (T1) must be >= 0 or null, got {warmup_rounds}")
+        check_warmup(warmup_rounds, warmup_multiplier)
         if zooming_dimension is not None and zooming_dimension < 0:
             raise ValueError(f"zooming_dimension must be >= 0 or null, got {zooming_dimension}")
         self.warmup_setting = warmup_rounds
@@ -56,12 +55,7 @@ class ZoomingTSDoubleRestart(ZoomingTuner):
     def reset(self, space, horizon, rng, theory) -> None:
         p = len(space)
         T = int(horizon)
-        T1 = (
-            default_warmup_rounds(T, p, self.warmup_multiplier)
-            if self.warmup_setting is None
-            else int(self.warmup_setting)
-        )
-        self._warmup = min(T1, max(T - 1, 0))
+        self._warmup = resolve_warmup(self.warmup_setting, self.warmup_multiplier, T, p)
         super().reset(space, horizon, rng, theory)
         p_u = p if self.zooming_dimension is None else float(self.zooming_dimension)
         length = self.horizon - self.T1
