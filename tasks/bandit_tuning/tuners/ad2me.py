@@ -6,8 +6,7 @@ import math
 
 import numpy as np
 
-from tasks.bandit_tuning.tuners.base import Tuner
-from tasks.bandit_tuning.tuners.dynamic_mean import DROPS, DynamicMean
+from tasks.bandit_tuning.tuners.dynamic_mean import DynamicMean, PerHyperparameterD2ME
 
 
 def ad2me_settings(horizon: int, changes: float) -> dict[str, float]:
@@ -106,7 +105,7 @@ class AdaptiveDiscretization:
         self.estimator.record(self.last, reward)
 
 
-class AD2ME(Tuner):
+class AD2ME(PerHyperparameterD2ME):
     """AD²ME (004 Algorithm 2), hard-drop or soft-drop, parameters from 004 Theorem 4.2.
 
     ``expected_changes`` estimates Gamma (004 Section 7.1.3: 10); ``failure_probability``
@@ -118,36 +117,17 @@ class AD2ME(Tuner):
     def __init__(
         self, drop: str = "hard", expected_changes: float = 10.0, failure_probability: float = 0.1
     ) -> None:
-        if drop not in DROPS:
-            raise ValueError(f"unknown drop '{drop}'; choose one of {DROPS}")
-        if not expected_changes > 0:
-            raise ValueError(f"expected_changes (Gamma) must be > 0, got {expected_changes}")
+        super().__init__(drop, expected_changes)
         if not 0.0 < failure_probability < 1.0:
             raise ValueError(
                 f"failure_probability (delta) must be in (0, 1), got {failure_probability}"
             )
-        self.drop = drop
-        self.expected_changes = float(expected_changes)
         self.failure_probability = float(failure_probability)
 
-    def reset(self, space, horizon, rng, theory) -> None:
-        super().reset(space, horizon, rng, theory)
-        self.learners = [
-            AdaptiveDiscretization(
-                self.horizon, self.expected_changes, self.drop, self.failure_probability, rng
-            )
-            for _ in self.space
-        ]
-
-    def propose(self, t: int) -> dict[str, float]:
-        return {
-            h.name: float(h.from_unit(learner.select()))
-            for h, learner in zip(self.space, self.learners, strict=True)
-        }
-
-    def observe(self, reward: float) -> None:
-        for learner in self.learners:
-            learner.update(reward)
+    def learner(self, rng: np.random.Generator) -> AdaptiveDiscretization:
+        return AdaptiveDiscretization(
+            self.horizon, self.expected_changes, self.drop, self.failure_probability, rng
+        )
 
     def params(self) -> dict[str, float | str]:
         settings = ad2me_settings(self.horizon, self.expected_changes)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tasks.bandit_tuning.tuners.base import Tuner
+
 DROPS = ("hard", "soft")
 
 
@@ -69,3 +71,37 @@ class DynamicMean:
         n = self.counts[: self.n_arms]
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(n > 0, self.sums[: self.n_arms] / np.where(n > 0, n, 1.0), np.inf)
+
+
+class PerHyperparameterD2ME(Tuner):
+    """Shared frame of SD²ME and AD²ME (004): one learner per tuned hyperparameter.
+
+    Each learner works on its hyperparameter's interval rescaled to [0, 1] and all are
+    updated with the same reward, as Syndicated does with EXP3 (004 leaves joint tuning of
+    several hyperparameters to future work). Subclasses build one learner in ``learner``.
+    """
+
+    def __init__(self, drop: str, expected_changes: float) -> None:
+        if drop not in DROPS:
+            raise ValueError(f"unknown drop '{drop}'; choose one of {DROPS}")
+        if not expected_changes > 0:
+            raise ValueError(f"expected_changes (Gamma) must be > 0, got {expected_changes}")
+        self.drop = drop
+        self.expected_changes = float(expected_changes)
+
+    def learner(self, rng: np.random.Generator):
+        raise NotImplementedError
+
+    def reset(self, space, horizon, rng, theory) -> None:
+        super().reset(space, horizon, rng, theory)
+        self.learners = [self.learner(rng) for _ in self.space]
+
+    def propose(self, t: int) -> dict[str, float]:
+        return {
+            h.name: float(h.from_unit(learner.select()))
+            for h, learner in zip(self.space, self.learners, strict=True)
+        }
+
+    def observe(self, reward: float) -> None:
+        for learner in self.learners:
+            learner.update(reward)

@@ -6,8 +6,7 @@ import math
 
 import numpy as np
 
-from tasks.bandit_tuning.tuners.base import Tuner
-from tasks.bandit_tuning.tuners.dynamic_mean import DROPS, DynamicMean
+from tasks.bandit_tuning.tuners.dynamic_mean import DynamicMean, PerHyperparameterD2ME
 
 
 def sd2me_settings(horizon: int, changes: float, drop: str) -> dict[str, float]:
@@ -49,7 +48,7 @@ class StaticDiscretization:
         self.estimator.record(self.last, reward)
 
 
-class SD2ME(Tuner):
+class SD2ME(PerHyperparameterD2ME):
     """SD²ME (004 Algorithm 1), hard-drop or soft-drop, parameters from 004 Theorem 4.1.
 
     Gamma, the number of changes, is unknown: ``expected_changes`` is its estimate (004
@@ -59,29 +58,10 @@ class SD2ME(Tuner):
     """
 
     def __init__(self, drop: str = "hard", expected_changes: float = 10.0) -> None:
-        if drop not in DROPS:
-            raise ValueError(f"unknown drop '{drop}'; choose one of {DROPS}")
-        if not expected_changes > 0:
-            raise ValueError(f"expected_changes (Gamma) must be > 0, got {expected_changes}")
-        self.drop = drop
-        self.expected_changes = float(expected_changes)
+        super().__init__(drop, expected_changes)
 
-    def reset(self, space, horizon, rng, theory) -> None:
-        super().reset(space, horizon, rng, theory)
-        self.learners = [
-            StaticDiscretization(self.horizon, self.expected_changes, self.drop, rng)
-            for _ in self.space
-        ]
-
-    def propose(self, t: int) -> dict[str, float]:
-        return {
-            h.name: float(h.from_unit(learner.select()))
-            for h, learner in zip(self.space, self.learners, strict=True)
-        }
-
-    def observe(self, reward: float) -> None:
-        for learner in self.learners:
-            learner.update(reward)
+    def learner(self, rng: np.random.Generator) -> StaticDiscretization:
+        return StaticDiscretization(self.horizon, self.expected_changes, self.drop, rng)
 
     def params(self) -> dict[str, float | str]:
         settings = sd2me_settings(self.horizon, self.expected_changes, self.drop)
