@@ -27,6 +27,7 @@ FULL_SIZE = {
     "candidates": 1120,
     "ablation": 1120,
     "lipschitz": 200,
+    "lipschitz_released": 120,
     "syndicated": 300,
 }
 C1 = [0.1, 1.0, 2.0, 3.0, 4.0, 5.0]
@@ -156,6 +157,7 @@ REDUCED = {
     "candidates": ["seeds=1", "horizon=300"],
     "ablation": ["seeds=1", "horizon=300"],
     "lipschitz": ["seeds=1", "horizon=3000"],
+    "lipschitz_released": ["seeds=1", "horizon=3000", "dataset.change_points=[762,1591,2493]"],
     "syndicated": ["seeds=1", "horizon=300"],
 }
 

@@ -103,3 +103,12 @@ def test_bad_lipschitz_configs_fail_before_running(composer):
     bandit["cell"] = "tasks.bandit_tuning.lipschitz_cell.run_cell"
     with pytest.raises(ValueError, match="needs dataset=lipschitz"):
         run_cell.validate(bandit)
+
+
+def test_peaks_in_the_given_order_when_not_shuffled():
+    env = SwitchingLipschitz(
+        change_points=[10, 20, 30], peaks=[0.95, 0.7, 0.05], shuffle_peaks=False
+    )
+    env.reset(40, np.random.default_rng(0))
+    assert env.peaks.tolist() == [0.95, 0.7, 0.05, 0.95]  # cycles past the last peak
+    assert env.best_mean(35) == pytest.approx(0.9) and env.mean(35, 0.95) == pytest.approx(0.9)

@@ -1,15 +1,23 @@
 """003 Appendix A.3 at a shorter horizon: restarts pay off, and the Oracle is lowest.
 
+Two settings. The paper's text (experiment ``lipschitz``: a random layout, 000 Eq. 5) is
+below; the released script's (experiment ``lipschitz_released``: its change points, peak
+order, epoch H = 24000 and constants), scaled to T = 12000, is at the end of this file.
+
 Zooming TS-R is CDT's top layer (000 Algorithm 1) with the epoch of A.3,
-H = 10 ceil((T/c(T))^(3/4)), c(T) = 3. The TS scale here is the one of the authors' A.3
-experiments, s0 = sqrt(pi/2 tau0^2 ln T) with tau0 = sqrt(0.1) the noise level; with the
+H = 10 ceil((T/c(T))^(3/4)), c(T) = 3. The TS scale here is the one of the authors' released
+ZoomingTS_exp code, s0 = sqrt(pi/2 tau0^2 ln T) with tau0 = sqrt(0.1) the noise level (their
+Figure4 script uses pi); with the
 analysis constant 52 pi of 000 Eq. 5 every Thompson-sampling variant explores about ten times
 more and loses to UCB Zooming (see bench/results/tuners.md).
 
-Not asserted: A.3's "Zooming TS-R beats Zooming". On random change points it does not
-reproduce here (Zooming's UCB index keeps all active arms near the leader's index and so
-recovers from a switch within a few hundred rounds, while TS-R waits for its next restart);
-bench/bench_tuners.py measures it and bench/results/tuners.md reports the numbers.
+Not asserted in the paper's setting: A.3's "Zooming TS-R beats Zooming". On random change
+points it does not reproduce here (Zooming's UCB index keeps all active arms near the
+leader's index and so recovers from a switch within a few hundred rounds, while TS-R waits
+for its next restart); bench/bench_tuners.py measures it and bench/results/tuners.md
+reports the numbers. In the released setting at T = 12000 it does hold (the slow test at
+the end); at longer horizons it holds for the triangle family only, or not at all,
+depending on the start rule (the bench).
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import math
 import numpy as np
 import pytest
 
+from sweeper.grid import expand
 from tasks.bandit_tuning.lipschitz_cell import run_cell
 
 NOISE = math.sqrt(0.1)
@@ -79,3 +88,46 @@ def test_restarts_pay_off_and_the_oracle_is_lowest(family):
     regret = mean_regret(30000, 5, family, names)
     assert regret["oracle"] < regret["ts_r"] < regret["ts_no_restart"], regret
     assert regret["oracle"] < regret["zooming"], regret
+
+
+RELEASED_HORIZON = 90000  # the released script's T, to which its layout and epoch belong
+
+
+def released_cells(composer, horizon: int, seeds: int) -> list:
+    """The ``lipschitz_released`` experiment's cells, its layout and epoch scaled to T."""
+    overrides = ["+exp=lipschitz_released", f"horizon={horizon}", f"seeds={seeds}"]
+    cells = expand(composer(overrides), composer, overrides)
+    scale = horizon / RELEASED_HORIZON
+    for cell in cells:
+        dataset, tuner = cell.config["dataset"], cell.config["tuner"]
+        dataset["change_points"] = [int(c * scale) for c in dataset["change_points"]]
+        if tuner.get("restart_every"):
+            tuner["restart_every"] = int(tuner["restart_every"] * scale)
+    return cells
+
+
+def test_released_experiment_keeps_the_released_layout(composer):
+    cells = released_cells(composer, RELEASED_HORIZON, 1)
+    assert {c.tags["tuner"] for c in cells} == {"cdt", "zooming", "oracle"}
+    result = run_cell(
+        {
+            **cells[0].config,
+            "horizon": 3000,
+            "dataset": {**cells[0].config["dataset"], "change_points": [762, 1591, 2493]},
+        }
+    )
+    assert result["params"]["peaks"] == "[0.95, 0.7, 0.05, 0.45]"
+    (restart,) = {c.config["tuner"]["restart_every"] for c in cells if c.tags["tuner"] == "cdt"}
+    assert restart == 24000
+
+
+@pytest.mark.slow
+def test_released_setting_zooming_ts_r_beats_zooming_and_the_oracle_is_lowest(composer):
+    """003 A.3's claim in the released setting at T = 12000, 10 seeds, both families."""
+    regret: dict[tuple[str, str], list[float]] = {}
+    for cell in released_cells(composer, 12000, 10):
+        key = (cell.config["dataset"]["family"], cell.tags["tuner"])
+        regret.setdefault(key, []).append(run_cell(cell.config)["summary"]["final_regret"])
+    for family in ("triangle", "sine"):
+        mean = {t: float(np.mean(regret[(family, t)])) for t in ("cdt", "zooming", "oracle")}
+        assert mean["oracle"] < mean["cdt"] < mean["zooming"], (family, mean)

@@ -16,12 +16,15 @@ TUNERS = [
     "tl_combined",
     "syndicated",
     "cdt",
+    "cdt_released",
     "zooming_ts_double_restart",
     "zooming",
     "oracle",
     "sd2me",
     "ad2me",
 ]
+CONTINUUM = TUNERS[TUNERS.index("cdt") :]  # the tuners that search a box, not a candidate set
+ZOOMING = TUNERS[TUNERS.index("cdt") : TUNERS.index("sd2me")]  # ... by zooming: active arms
 
 
 def test_every_tuner_name_of_the_design_has_a_config():
@@ -49,10 +52,26 @@ def test_tuner_runs_a_short_cell(composer, tuner, tuned):
     warmup = result["summary"]["warmup_rounds"]
     assert values.shape == (200, len(result["trace"]["names"]))
     assert np.all(np.isnan(values[:warmup])) and np.all(np.isfinite(values[warmup:]))
-    continuum = ("cdt", "zooming_ts_double_restart", "zooming", "oracle", "sd2me", "ad2me")
-    if tuner in continuum:  # they search the box [0.1, 5]^p; the others a candidate set
+    if tuner in CONTINUUM:  # they search the box [0.1, 5]^p; the others a candidate set
         assert np.all((values[warmup:] >= 0.1 - 1e-12) & (values[warmup:] <= 5 + 1e-12))
     assert np.isfinite(result["summary"]["final_regret"])
-    if tuner in ("cdt", "zooming_ts_double_restart", "zooming", "oracle"):
+    if tuner in ZOOMING:
         assert np.nanmax(result["trace"]["active_arms"]) >= 1
         assert "T1" in result["params"]
+
+
+def test_cdt_released_is_the_released_index_beside_the_papers_cdt(composer):
+    """cdt_released: s0 = sqrt(13) without ln T and T1 = 30; cdt keeps 000 Eq. 5."""
+    config = cell_config(
+        composer(["tuner=cdt_released", "algorithm=linucb", "horizon=2000", "seed=1"])
+    )
+    result = run_cell(config)
+    assert result["summary"]["warmup_rounds"] == 30
+    assert result["params"]["zooming.ts_scale"] == pytest.approx(np.sqrt(13.0))
+    paper = run_cell(
+        cell_config(composer(["tuner=cdt", "algorithm=linucb", "horizon=2000", "seed=1"]))
+    )
+    T1 = paper["summary"]["warmup_rounds"]
+    assert T1 == 44  # floor(2000^(1/2))
+    scale = np.sqrt(52 * np.pi * 0.25 * np.log(2000 - T1))  # 000 Eq. 5 over horizon T - T1
+    assert paper["params"]["zooming.ts_scale"] == pytest.approx(scale)

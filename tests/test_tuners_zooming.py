@@ -189,3 +189,47 @@ def test_per_round_state_does_not_grow_with_t():
         if t % 1000 == 999:
             sizes.append(core.m + len(core.removed_radii))
     assert max(sizes) < 40
+
+
+def test_index_without_the_draw_is_the_upper_bound_f_plus_s():
+    """ts_draw=False (the released code's index): f_hat + s0 / sqrt(n), no randomness."""
+    rng = np.random.default_rng(0)
+    core = ZoomingCore(
+        1, 1000, rng, tau0=1.0, ts_constant=13.0, ts_draw=False, ts_log_horizon=False
+    )
+    assert core.ts_scale == pytest.approx(math.sqrt(13.0))  # no ln T in s0
+    core.m = 0
+    for x, n, f in ((0.2, 4, 0.5), (0.8, 16, 0.9)):
+        i = core._activate(np.array([x]))
+        core.counts[i], core.means[i] = n, f
+    state = rng.bit_generator.state
+    expected = [0.5 + math.sqrt(13.0) / 2, 0.9 + math.sqrt(13.0) / 4]
+    np.testing.assert_allclose(core.index(), expected)
+    assert core.select()[0] == 0.2  # the less-pulled arm's wider bound wins
+    assert rng.bit_generator.state == state  # no draw consumed
+
+
+def test_ts_scale_keeps_ln_t_by_default():
+    core = ZoomingCore(1, 1000, np.random.default_rng(0), tau0=0.5, ts_constant=13.0)
+    assert core.ts_scale == pytest.approx(math.sqrt(13.0 * 0.25 * math.log(1000)))
+
+
+@pytest.mark.parametrize(("p", "tau0"), [(1, 0.5), (1, 0.02), (2, 0.02)])
+def test_random_start_covers_the_cube_from_a_random_point(p, tau0):
+    starts = []
+    for seed in (0, 1):
+        core = ZoomingCore(p, 10**6, np.random.default_rng(seed), tau0=tau0, random_start=True)
+        assert core.uncovered_point() is None
+        assert not slow_uncovered(core, grid(p, 41)).any()
+        starts.append(core.active_centers[0].copy())
+        core.restart()  # every epoch starts from a new random point
+        assert not np.allclose(core.active_centers[0], starts[-1])
+    assert not np.allclose(starts[0], starts[1])
+    if tau0 == 0.5:  # r(1) > 1: a single random point covers [0, 1]
+        assert core.m == 1
+
+
+def test_default_start_is_the_centre_of_the_cube_when_one_ball_covers_it():
+    core = ZoomingCore(2, 1000, np.random.default_rng(0), tau0=0.5)
+    assert core.m == 1
+    np.testing.assert_allclose(core.active_centers[0], [0.5, 0.5])

@@ -40,8 +40,10 @@ class SwitchingLipschitz:
     between rounds change_point - 1 and change_point). Set them explicitly, or leave them
     null to draw ``n_changes`` distinct rounds uniformly at random from ``layout_seed``.
     ``peaks`` is the candidate set of peak locations; each piece gets one, drawn without
-    replacement while there are enough candidates. ``candidates`` is the finite set the
-    discrete tuners (OP, TL, ...) choose x from; the continuum tuners search all of [0, 1].
+    replacement while there are enough candidates; with ``shuffle_peaks: false`` piece i
+    gets ``peaks[i]`` instead (cycling when there are more pieces than peaks).
+    ``candidates`` is the finite set the discrete tuners (OP, TL, ...) choose x from; the
+    continuum tuners search all of [0, 1].
     """
 
     def __init__(
@@ -54,6 +56,7 @@ class SwitchingLipschitz:
         layout_seed: int = 0,
         candidates: Sequence[float] = CANDIDATES,
         block_rounds: int = 4096,
+        shuffle_peaks: bool = True,
     ) -> None:
         if family not in FAMILIES:
             raise ValueError(f"unknown Lipschitz family '{family}'; choose one of {FAMILIES}")
@@ -78,6 +81,7 @@ class SwitchingLipschitz:
                 f"candidates must be a non-empty list of points of [0, 1], got {candidates}"
             )
         self.block_rounds = int(block_rounds)
+        self.shuffle_peaks = bool(shuffle_peaks)
 
     def check(self, horizon: int | None = None) -> None:
         """Fail early on a layout that cannot fit the horizon."""
@@ -106,8 +110,12 @@ class SwitchingLipschitz:
         else:
             points = np.sort(rng.choice(np.arange(1, horizon), self.n_changes, replace=False))
         pieces = len(points) + 1
-        replace = len(self.peak_candidates) < pieces
-        peaks = rng.choice(np.asarray(self.peak_candidates), pieces, replace=replace)
+        candidates = np.asarray(self.peak_candidates)
+        if self.shuffle_peaks:
+            replace = len(candidates) < pieces
+            peaks = rng.choice(candidates, pieces, replace=replace)
+        else:
+            peaks = candidates[np.arange(pieces) % len(candidates)]
         return points.astype(int), peaks.astype(float)
 
     def reset(self, horizon: int, rng: np.random.Generator) -> None:

@@ -72,6 +72,9 @@ class CDT(ZoomingTuner):
         radius_constant: float = 13.0 / 2.0,
         ts_constant: float = 52.0 * math.pi,
         removal: bool = True,
+        ts_draw: bool = True,
+        ts_log_horizon: bool = True,
+        random_start: bool = False,
     ) -> None:
         super().__init__(
             tau0=tau0,
@@ -79,6 +82,9 @@ class CDT(ZoomingTuner):
             radius_constant=radius_constant,
             ts_constant=ts_constant,
             removal=removal,
+            ts_draw=ts_draw,
+            ts_log_horizon=ts_log_horizon,
+            random_start=random_start,
         )
         check_warmup(warmup_rounds, warmup_multiplier)
         if restart_every is not None and int(restart_every) < 1:

@@ -24,6 +24,9 @@ class ZoomingTuner(Tuner):
         radius_constant: float = 13.0 / 2.0,
         ts_constant: float = 52.0 * math.pi,
         removal: bool = True,
+        ts_draw: bool = True,
+        ts_log_horizon: bool = True,
+        random_start: bool = False,
     ) -> None:
         if not tau0 > 0:
             raise ValueError(f"tau0 (the reward's sub-Gaussian parameter) must be > 0, got {tau0}")
@@ -34,6 +37,9 @@ class ZoomingTuner(Tuner):
         self.radius_constant = float(radius_constant)
         self.ts_constant = float(ts_constant)
         self.removal = bool(removal)
+        self.ts_draw = bool(ts_draw)
+        self.ts_log_horizon = bool(ts_log_horizon)
+        self.random_start = bool(random_start)
 
     def reset(self, space, horizon, rng, theory) -> None:
         super().reset(space, horizon, rng, theory)
@@ -47,6 +53,9 @@ class ZoomingTuner(Tuner):
             radius_constant=self.radius_constant,
             ts_constant=self.ts_constant,
             removal=self.removal and self.rule == "ts",
+            ts_draw=self.ts_draw,
+            ts_log_horizon=self.ts_log_horizon,
+            random_start=self.random_start,
         )
         self.restarts = 0
 

@@ -50,6 +50,9 @@ class ZoomingCore:
         removal: bool | None = None,
         radius_constant: float = 13.0 / 2.0,
         ts_constant: float = 52.0 * math.pi,
+        ts_draw: bool = True,
+        ts_log_horizon: bool = True,
+        random_start: bool = False,
     ) -> None:
         if dim < 1:
             raise ValueError(f"zooming needs at least one dimension, got {dim}")
@@ -60,6 +63,8 @@ class ZoomingCore:
         self.dim = int(dim)
         self.rng = rng
         self.rule = rule
+        self.ts_draw = bool(ts_draw)
+        self.random_start = bool(random_start)
         self.removal = (rule == "ts") if removal is None else bool(removal)
         log_t = math.log(max(int(horizon), 2))
         if not (radius_constant > 0 and ts_constant > 0):
@@ -67,27 +72,39 @@ class ZoomingCore:
                 f"radius_constant and ts_constant must be > 0, got {radius_constant}, {ts_constant}"
             )
         self.radius_scale = math.sqrt(radius_constant * tau0**2 * log_t)  # r(v) = this / sqrt(n)
-        self.ts_scale = math.sqrt(ts_constant * tau0**2 * log_t)  # s0
+        ts_log = log_t if ts_log_horizon else 1.0
+        self.ts_scale = math.sqrt(ts_constant * tau0**2 * ts_log)  # s0
         self.restart()
 
     # -- state -------------------------------------------------------------------------
     def restart(self) -> None:
-        """A new epoch: A_0 = A and an active set J whose balls B(v, r(1)) cover A (line 3)."""
+        """A new epoch: A_0 = A and an active set J whose balls B(v, r(1)) cover A (line 3).
+
+        Line 3 leaves J free. By default J is the centres of the k^p cubes of side
+        1/k <= 2 r(1) (one point, the centre of A, when r(1) >= 1/2). With ``random_start``
+        J starts from a uniformly random point and grows by activating uncovered points
+        until A is covered, as the authors' released code starts from one random point.
+        """
         r1 = self.radius_scale
         k = max(1, math.ceil(1.0 / (2.0 * r1)))  # k^p cubes of side 1/k <= 2 r(1)
-        axis = (np.arange(k) + 0.5) / k
-        grid = np.array(list(itertools.product(axis, repeat=self.dim)), dtype=float)
-        capacity = max(16, 2 * len(grid))
+        capacity = max(16, 2 * k**self.dim)
         self.centers = np.zeros((capacity, self.dim))
         self.counts = np.zeros(capacity)
         self.means = np.zeros(capacity)
         self.m = 0
-        for point in grid:
-            self._activate(point)
         self.removed_centers = np.zeros((0, self.dim))
         self.removed_radii = np.zeros(0)
         self.last = -1
         self.removals = 0
+        if self.random_start:
+            point = self.rng.uniform(size=self.dim)
+            while point is not None:
+                self._activate(point)
+                point = self.uncovered_point()
+            return
+        axis = (np.arange(k) + 0.5) / k
+        for point in itertools.product(axis, repeat=self.dim):
+            self._activate(np.asarray(point, dtype=float))
 
     def _activate(self, point: np.ndarray) -> int:
         if self.m == len(self.counts):
@@ -155,7 +172,7 @@ class ZoomingCore:
         f = self.means[: self.m]
         safe = np.maximum(n, 1.0)
         if self.rule == "ts":
-            z = np.maximum(CLIP, self.rng.standard_normal(self.m))
+            z = np.maximum(CLIP, self.rng.standard_normal(self.m)) if self.ts_draw else 1.0
             score = f + self.ts_scale / np.sqrt(safe) * z
         else:
             score = f + 2.0 * self.radius_scale / np.sqrt(safe)
