@@ -5,6 +5,9 @@ d=25), each tuner over the same seeds (paired: the environment depends on the se
 tuned interval [0.1, 5] and candidate set C1 = {0.1, 1, 2, 3, 4, 5}.
 Part 2 (003 Appendix A.3, Figure 4): Zooming TS-R (CDT's top layer), Zooming, Oracle, SD²ME and
 AD²ME on the triangle and sine families, a shorter horizon by default.
+Part 3 (the same figure in the released script's setting, experiment ``lipschitz_released``):
+Zooming TS-R, Zooming and the Oracle at several horizons (layout and epoch scaled to T), with
+the default start of each epoch (the centre of [0, 1]) and with a random start.
 
 Cells run through the project's real configs (Hydra composition of conf/) and cell functions,
 in a process pool. Numbers go to bench/results/tuners.md next to the papers'. Timings depend on
@@ -13,6 +16,7 @@ the machine's load: re-measure on an idle machine.
     .venv/bin/python bench/bench_tuners.py                       # both parts, defaults
     .venv/bin/python bench/bench_tuners.py --part linucb --seeds 10
     .venv/bin/python bench/bench_tuners.py --part lipschitz --lipschitz-horizon 90000
+    .venv/bin/python bench/bench_tuners.py --part released --released-horizons 12000 90000
 """
 
 from __future__ import annotations
@@ -27,11 +31,11 @@ from typing import Any
 import numpy as np
 from hydra import compose, initialize_config_dir
 
-from sweeper.grid import CONF_DIR, cell_config
+from sweeper.grid import CONF_DIR, cell_config, expand
 from tasks.building import locate
 
 OUT = Path(__file__).resolve().parent / "results" / "tuners.md"
-PRACTICAL_TS = math.pi / 2  # the TS scale constant of the authors' released A.3 experiments
+PRACTICAL_TS = math.pi / 2  # the TS scale constant of the authors' released ZoomingTS_exp code
 
 # 003 Table 4 (C1 column, LinUCB, simulations) and Tables 5/6 (CDT, LinUCB, simulation).
 PAPER_LINUCB = {
@@ -46,6 +50,8 @@ LINUCB_ROWS: list[tuple[str, list[str]]] = [
     ("op", ["tuner=op"]),
     ("tl", ["tuner=tl"]),
     ("cdt", ["tuner=cdt"]),
+    ("cdt_released", ["tuner=cdt_released"]),
+    ("cdt_released on [0, 5]", ["tuner=cdt_released", "space.interval=[0,5]"]),
     (
         "cdt (ts_constant=pi/2, tau0=0.1)",
         ["tuner=cdt", f"tuner.ts_constant={PRACTICAL_TS}", "tuner.tau0=0.1"],
@@ -53,7 +59,7 @@ LINUCB_ROWS: list[tuple[str, list[str]]] = [
     ("zooming_ts_double_restart", ["tuner=zooming_ts_double_restart"]),
     ("ad2me", ["tuner=ad2me"]),
     ("sd2me", ["tuner=sd2me"]),
-    ("fixed 1.0", ["tuner=fixed", "tuner.value=1.0"]),
+    *[(f"fixed {v}", ["tuner=fixed", f"tuner.value={v}"]) for v in (0.1, 0.5, 1.0, 2.0, 3.0, 5.0)],
 ]
 
 
@@ -91,6 +97,81 @@ def lipschitz_rows(horizon: int, tau0: float, ts_constant: float) -> list[tuple[
     ]
 
 
+RELEASED_HORIZON = 90000  # the horizon the released A.3 layout and epoch belong to
+
+
+PAPER_EPOCH = 22800  # 003 A.3's H = 10 ceil((T/c(T))^(3/4)) at T = 90000, c(T) = 3
+
+
+def released_configs(
+    horizon: int, seeds: int, random_start: bool, epoch: int | None = None
+) -> list[dict[str, Any]]:
+    """The ``lipschitz_released`` cells with change points and epoch scaled to ``horizon``;
+    ``epoch`` replaces the released H = 24000 (at T = 90000) before scaling."""
+    overrides = ["+exp=lipschitz_released", f"horizon={horizon}", f"seeds={seeds}"]
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+
+        def composer(extra: list[str]):
+            return compose(config_name="config", overrides=extra)
+
+        cells = expand(composer(overrides), composer, overrides)
+    scale = horizon / RELEASED_HORIZON
+    configs = []
+    for cell in cells:
+        config = cell.config
+        config["dataset"]["change_points"] = [
+            int(c * scale) for c in config["dataset"]["change_points"]
+        ]
+        if config["tuner"].get("restart_every"):
+            H = epoch or config["tuner"]["restart_every"]
+            config["tuner"]["restart_every"] = int(H * scale)
+        config["tuner"]["random_start"] = random_start
+        configs.append(config)
+    return configs
+
+
+def measure_released(
+    horizon: int, seeds: int, random_start: bool, pool, epoch: int | None = None
+) -> list[str]:
+    configs = released_configs(horizon, seeds, random_start, epoch)
+    jobs = [(c, pool.apply_async(run, (c,))) for c in configs]
+    lines: list[str] = []
+    for family in ("triangle", "sine"):
+        results = {}
+        for label, name in (
+            ("Zooming TS-R (cdt)", "cdt"),
+            ("Zooming", "zooming"),
+            ("Oracle", "oracle"),
+        ):
+            values = [
+                job.get()
+                for c, job in jobs
+                if c["dataset"]["family"] == family and c["tuner"]["name"] == name
+            ]
+            results[label] = summarise(values)
+            print(f"{family} T={horizon} {label:24s} {results[label]['mean']:9.1f}", flush=True)
+        start = "random start" if random_start else "centre start"
+        H = f"H = {epoch} (A.3's formula)" if epoch else "H = 24000 (released)"
+        lines += [
+            f"### {family}, T={horizon}, {seeds} seeds, {start}, {H} scaled",
+            "",
+            *table(results, "Zooming TS-R (cdt)"),
+            "",
+        ]
+    return lines
+
+
+def summarise(values: list[tuple[float, float]]) -> dict[str, Any]:
+    """Mean, std and runtime of (final regret, runtime) pairs, one per seed."""
+    regret = np.array([v[0] for v in values])
+    return {
+        "regret": regret,
+        "mean": float(regret.mean()),
+        "std": float(regret.std(ddof=1)) if len(regret) > 1 else 0.0,
+        "runtime": float(np.mean([v[1] for v in values])),
+    }
+
+
 def compose_cell(overrides: list[str]) -> dict[str, Any]:
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return cell_config(compose(config_name="config", overrides=overrides))
@@ -110,13 +191,7 @@ def measure(rows, common: list[str], seeds: int, pool) -> dict[str, dict[str, An
     out = {}
     for label, _ in rows:
         values = [jobs[(label, s)].get() for s in range(seeds)]
-        regret = np.array([v[0] for v in values])
-        out[label] = {
-            "regret": regret,
-            "mean": float(regret.mean()),
-            "std": float(regret.std(ddof=1)) if seeds > 1 else 0.0,
-            "runtime": float(np.mean([v[1] for v in values])),
-        }
+        out[label] = summarise(values)
         print(f"{label:40s} {out[label]['mean']:9.1f} ± {out[label]['std']:7.1f}", flush=True)
     return out
 
@@ -143,12 +218,11 @@ HEADER = [
     "# Tuners: measured numbers next to the papers'",
     "",
     "Written by `bench/bench_tuners.py` (cells run through conf/ and the cell functions; paired "
-    "seeds; each part rewrites only its own section). Measured on a loaded 2-core machine "
-    "shared with other jobs: the regret numbers are exact for their seeds, the runtimes should "
-    "be re-measured on an idle machine.",
+    "seeds; each part rewrites only its own section). The regret numbers are exact for their "
+    "seeds; the runtimes depend on the machine's load when each part ran (see the notes).",
     "",
 ]
-PARTS = ("linucb", "sensitivity", "lipschitz", "notes")  # notes: written by hand, kept
+PARTS = ("linucb", "sensitivity", "lipschitz", "released", "notes")  # notes: written by hand, kept
 
 
 def write_sections(out: Path, sections: dict[str, list[str]]) -> None:
@@ -170,13 +244,17 @@ def write_sections(out: Path, sections: dict[str, list[str]]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--part", choices=["all", "linucb", "sensitivity", "lipschitz"], default="all"
+        "--part",
+        choices=["all", "linucb", "sensitivity", "lipschitz", "released"],
+        default="all",
     )
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--horizon", type=int, default=14000)
     parser.add_argument("--lipschitz-seeds", type=int, default=5)
     parser.add_argument("--lipschitz-horizon", type=int, default=30000)
     parser.add_argument("--layout-seed", type=int, default=0)
+    parser.add_argument("--released-seeds", type=int, default=10)
+    parser.add_argument("--released-horizons", type=int, nargs="+", default=[12000, 30000, 90000])
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
@@ -247,6 +325,25 @@ def main() -> None:
                         "",
                     ]
             sections["lipschitz"] = lipschitz
+        if args.part in ("all", "released"):
+            released = [
+                "## Switching Lipschitz in the released script's setting (`lipschitz_released`)",
+                "",
+                "Change points 22861, 47734, 74817 and epoch H = 24000 at T = 90000, scaled "
+                "with T; peaks 0.95, 0.7, 0.05, 0.45 in that order; r = sqrt(13/2 sigma^1.5 "
+                "ln T / n), s0 = sqrt(pi sigma^2 ln T), sigma = sqrt(0.1). Centre start: each "
+                "epoch starts from the centre of [0, 1] (the default); random start: from a "
+                "uniformly random point, as the released script does. The last table of each "
+                "horizon replaces the released epoch with A.3's H = 10 ceil((T/3)^(3/4)) = "
+                "22800 (scaled the same way), which restarts shortly before each change.",
+                "",
+            ]
+            for horizon in args.released_horizons:
+                for random_start, epoch in ((False, None), (True, None), (False, PAPER_EPOCH)):
+                    released += measure_released(
+                        horizon, args.released_seeds, random_start, pool, epoch
+                    )
+            sections["released"] = released
     elapsed = time.perf_counter() - started
     for part in sections:
         sections[part].append(f"({part}: {elapsed:.0f} s of wall time for this run.)")
