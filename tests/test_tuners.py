@@ -291,6 +291,19 @@ def test_double_restart_epochs_follow_algorithm_3():
     assert np.diff(restarts).max() == 1
 
 
+@pytest.mark.parametrize("tuner_class", [CDT, ZoomingTSDoubleRestart, Oracle, Zooming])
+def test_every_zooming_tuner_passes_the_released_options_to_its_core(tuner_class):
+    options = {"ts_log_horizon": False, "random_start": True}
+    if tuner_class is not Zooming:
+        options["ts_draw"] = False
+    tuner = tuner_class(warmup_rounds=0, **options)
+    tuner.reset([ALPHA], 1000, np.random.default_rng(0), theory)
+    core = tuner.core
+    assert core.random_start and core.ts_draw is options.get("ts_draw", True)
+    assert core.ts_scale == pytest.approx(math.sqrt(tuner.ts_constant * tuner.tau0**2))
+    assert core.active_centers[0][0] != 0.5  # a random first point, not the centre
+
+
 # --- Oracle and Zooming -------------------------------------------------------------------------
 def test_only_the_oracle_restarts_on_notify_change():
     oracle, zooming = Oracle(), Zooming()

@@ -37,6 +37,9 @@ class ZoomingTSDoubleRestart(ZoomingTuner):
         radius_constant: float = 13.0 / 2.0,
         ts_constant: float = 52.0 * math.pi,
         removal: bool = True,
+        ts_draw: bool = True,
+        ts_log_horizon: bool = True,
+        random_start: bool = False,
     ) -> None:
         super().__init__(
             tau0=tau0,
@@ -44,6 +47,9 @@ class ZoomingTSDoubleRestart(ZoomingTuner):
             radius_constant=radius_constant,
             ts_constant=ts_constant,
             removal=removal,
+            ts_draw=ts_draw,
+            ts_log_horizon=ts_log_horizon,
+            random_start=random_start,
         )
         check_warmup(warmup_rounds, warmup_multiplier)
         if zooming_dimension is not None and zooming_dimension < 0:
