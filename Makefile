@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 EXP ?= smoke
 ARGS ?=
 
-.PHONY: reproduce run test test-slow test-experiments bench-orchestration lint bench report clean movielens
+.PHONY: reproduce run test test-slow test-experiments bench-orchestration bench-tuners lint bench report clean movielens
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,20 @@ test-experiments: $(STAMP)  ## every experiment of conf/exp/ at reduced size, on
 
 bench-orchestration: $(STAMP)  ## cells/s of 1000 trivial cells, expected experiment times
 	$(BIN)/python bench/bench_orchestration.py $(ARGS)
+
+bench-tuners: $(STAMP)  ## tuners at paper scale, next to the papers' (ARGS="--part released")
+	$(BIN)/python bench/bench_tuners.py $(ARGS)
+
+bench: $(STAMP)  ## every benchmark of bench/, each writing bench/results/*.md (tens of minutes)
+	$(BIN)/python bench/bench_algorithms.py
+	$(BIN)/python bench/bench_datasets.py
+	$(BIN)/python bench/bench_report.py
+	$(BIN)/python bench/bench_orchestration.py
+	$(BIN)/python bench/bench_tuners.py
+
+lint: $(STAMP)  ## ruff: lint and formatting
+	$(BIN)/python -m ruff check .
+	$(BIN)/python -m ruff format --check .
 
 reproduce: $(STAMP)  ## full-size sweep of EXP, then its report into docs/results/EXP
 	$(BIN)/python -m sweeper +exp=$(EXP) $(ARGS)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import platform
 import statistics
 import tempfile
@@ -64,6 +65,7 @@ def main() -> None:
     parser.add_argument("--experiments", nargs="*", default=None, help="default: all")
     parser.add_argument("--out", default="bench/results/orchestration.md")
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
 
     work = Path(tempfile.mkdtemp(prefix="bench-orchestration-"))
     uri = f"sqlite:///{work}/mlflow.db"
@@ -113,8 +115,9 @@ def main() -> None:
         "",
         f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by "
         "`bench/bench_orchestration.py` on this machine "
-        f"({platform.machine()}, 2 cores, Python {platform.python_version()}), **while other "
-        "work was running on it**: re-measure on an idle machine before quoting absolutes.",
+        f"({platform.machine()}, 2 cores, Python {platform.python_version()}); load average "
+        f"{load_before:.2f} when it started (well below 2: it had the machine to itself; near "
+        "or above 2: other work shared the cores and inflated the times).",
         "",
         f"Sweep: {len(cells)} toy cells (`sweeper.toy.toy_cell`, {cell_s * 1e3:.2f} ms of work "
         f"each, a {args.horizon}-round regret curve logged as 500 points, one `cell.npz`), "
