@@ -32,6 +32,7 @@ import numpy as np
 from hydra import compose, initialize_config_dir
 
 from sweeper.grid import CONF_DIR, cell_config, expand
+from tasks.bandit_tuning.lipschitz_cell import at_horizon
 from tasks.building import locate
 
 OUT = Path(__file__).resolve().parent / "results" / "tuners.md"
@@ -61,6 +62,17 @@ LINUCB_ROWS: list[tuple[str, list[str]]] = [
     ("sd2me", ["tuner=sd2me"]),
     *[(f"fixed {v}", ["tuner=fixed", f"tuner.value={v}"]) for v in (0.1, 0.5, 1.0, 2.0, 3.0, 5.0)],
 ]
+
+
+def linucb_common(horizon: int) -> list[str]:
+    """LinUCB on the simulation, CDT's box [0.1, 5] and the candidate set C1 (003 Sec. 5)."""
+    return [
+        "algorithm=linucb",
+        "dataset=simulation",
+        f"horizon={horizon}",
+        "space.interval=[0.1,5]",
+        "space.candidates=[0.1,1,2,3,4,5]",
+    ]
 
 
 def sensitivity_rows() -> list[tuple[str, list[str]]]:
@@ -97,9 +109,6 @@ def lipschitz_rows(horizon: int, tau0: float, ts_constant: float) -> list[tuple[
     ]
 
 
-RELEASED_HORIZON = 90000  # the horizon the released A.3 layout and epoch belong to
-
-
 PAPER_EPOCH = 22800  # 003 A.3's H = 10 ceil((T/c(T))^(3/4)) at T = 90000, c(T) = 3
 
 
@@ -108,25 +117,19 @@ def released_configs(
 ) -> list[dict[str, Any]]:
     """The ``lipschitz_released`` cells with change points and epoch scaled to ``horizon``;
     ``epoch`` replaces the released H = 24000 (at T = 90000) before scaling."""
-    overrides = ["+exp=lipschitz_released", f"horizon={horizon}", f"seeds={seeds}"]
+    overrides = ["+exp=lipschitz_released", f"seeds={seeds}"]
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
 
         def composer(extra: list[str]):
             return compose(config_name="config", overrides=extra)
 
         cells = expand(composer(overrides), composer, overrides)
-    scale = horizon / RELEASED_HORIZON
     configs = []
     for cell in cells:
-        config = cell.config
-        config["dataset"]["change_points"] = [
-            int(c * scale) for c in config["dataset"]["change_points"]
-        ]
-        if config["tuner"].get("restart_every"):
-            H = epoch or config["tuner"]["restart_every"]
-            config["tuner"]["restart_every"] = int(H * scale)
-        config["tuner"]["random_start"] = random_start
-        configs.append(config)
+        tuner = {**cell.config["tuner"], "random_start": random_start}
+        if epoch and tuner.get("restart_every"):
+            tuner["restart_every"] = epoch
+        configs.append(at_horizon({**cell.config, "tuner": tuner}, horizon))
     return configs
 
 
@@ -263,14 +266,7 @@ def main() -> None:
     sections: dict[str, list[str]] = {}
     with mp.get_context("spawn").Pool(args.processes) as pool:
         if args.part in ("all", "linucb"):
-            common = [
-                "algorithm=linucb",
-                "dataset=simulation",
-                f"horizon={args.horizon}",
-                "space.interval=[0.1,5]",
-                "space.candidates=[0.1,1,2,3,4,5]",
-            ]
-            results = measure(LINUCB_ROWS, common, args.seeds, pool)
+            results = measure(LINUCB_ROWS, linucb_common(args.horizon), args.seeds, pool)
             sections["linucb"] = [
                 f"## LinUCB on the simulated linear bandit (T={args.horizon}, K=120, d=25, "
                 f"{args.seeds} seeds)",
@@ -282,14 +278,7 @@ def main() -> None:
                 "",
             ]
         if args.part in ("all", "sensitivity"):
-            common = [
-                "algorithm=linucb",
-                "dataset=simulation",
-                f"horizon={args.horizon}",
-                "space.interval=[0.1,5]",
-                "space.candidates=[0.1,1,2,3,4,5]",
-            ]
-            results = measure(sensitivity_rows(), common, args.seeds, pool)
+            results = measure(sensitivity_rows(), linucb_common(args.horizon), args.seeds, pool)
             sections["sensitivity"] = [
                 f"## CDT's scale (tau0, constant of s0) on LinUCB, T={args.horizon}, "
                 f"{args.seeds} seeds",

@@ -203,7 +203,7 @@ class Tracker:
                 until = int(parent.data.tags.get("table_until", 0)) - CLOCK_MARGIN_MS
                 for row in table.to_dict("records"):
                     if row.get("status") == "FINISHED" and row.get("run_id"):
-                        start = int(_number(row.get("start_time")) or 0)
+                        start = int(number_or_none(row.get("start_time")) or 0)
                         index.add(row["cell_key"], IndexEntry(row["run_id"], start, row=row))
             delta = self.runs(
                 f"tags.`mlflow.parentRunId` = '{run_id}' and attributes.start_time >= {until}"
@@ -518,7 +518,8 @@ def _npz(result: Mapping[str, Any]) -> bytes:
     return buffer.getvalue()
 
 
-def _number(value: Any) -> float | None:
+def number_or_none(value: Any) -> float | None:
+    """``value`` as a float, or None when it is missing, NaN or not a number (MLflow tags)."""
     try:
         number = float(value)
     except (TypeError, ValueError):

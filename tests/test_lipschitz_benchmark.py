@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 from sweeper.grid import expand
-from tasks.bandit_tuning.lipschitz_cell import run_cell
+from tasks.bandit_tuning.lipschitz_cell import at_horizon, run_cell
 
 NOISE = math.sqrt(0.1)
 TS = {"tau0": NOISE, "ts_constant": math.pi / 2}
@@ -90,44 +90,33 @@ def test_restarts_pay_off_and_the_oracle_is_lowest(family):
     assert regret["oracle"] < regret["zooming"], regret
 
 
-RELEASED_HORIZON = 90000  # the released script's T, to which its layout and epoch belong
-
-
-def released_cells(composer, horizon: int, seeds: int) -> list:
-    """The ``lipschitz_released`` experiment's cells, its layout and epoch scaled to T."""
-    overrides = ["+exp=lipschitz_released", f"horizon={horizon}", f"seeds={seeds}"]
-    cells = expand(composer(overrides), composer, overrides)
-    scale = horizon / RELEASED_HORIZON
-    for cell in cells:
-        dataset, tuner = cell.config["dataset"], cell.config["tuner"]
-        dataset["change_points"] = [int(c * scale) for c in dataset["change_points"]]
-        if tuner.get("restart_every"):
-            tuner["restart_every"] = int(tuner["restart_every"] * scale)
-    return cells
+def released_cells(composer, seeds: int) -> list:
+    """The ``lipschitz_released`` experiment's cells at its own horizon (T = 90000)."""
+    overrides = ["+exp=lipschitz_released", f"seeds={seeds}"]
+    return expand(composer(overrides), composer, overrides)
 
 
 def test_released_experiment_keeps_the_released_layout(composer):
-    cells = released_cells(composer, RELEASED_HORIZON, 1)
+    cells = released_cells(composer, 1)
     assert {c.tags["tuner"] for c in cells} == {"cdt", "zooming", "oracle"}
-    result = run_cell(
-        {
-            **cells[0].config,
-            "horizon": 3000,
-            "dataset": {**cells[0].config["dataset"], "change_points": [762, 1591, 2493]},
-        }
-    )
-    assert result["params"]["peaks"] == "[0.95, 0.7, 0.05, 0.45]"
     (restart,) = {c.config["tuner"]["restart_every"] for c in cells if c.tags["tuner"] == "cdt"}
     assert restart == 24000
+    short = at_horizon(next(c.config for c in cells if c.tags["tuner"] == "cdt"), 3000)
+    assert short["dataset"]["change_points"] == [762, 1591, 2493]  # 22861 / 30, ...
+    assert short["tuner"]["restart_every"] == 800
+    result = run_cell(short)
+    assert result["params"]["peaks"] == "[0.95, 0.7, 0.05, 0.45]"
+    assert result["params"]["change_points"] == "[762, 1591, 2493]"
 
 
 @pytest.mark.slow
 def test_released_setting_zooming_ts_r_beats_zooming_and_the_oracle_is_lowest(composer):
     """003 A.3's claim in the released setting at T = 12000, 10 seeds, both families."""
     regret: dict[tuple[str, str], list[float]] = {}
-    for cell in released_cells(composer, 12000, 10):
+    for cell in released_cells(composer, 10):
         key = (cell.config["dataset"]["family"], cell.tags["tuner"])
-        regret.setdefault(key, []).append(run_cell(cell.config)["summary"]["final_regret"])
+        config = at_horizon(cell.config, 12000)  # layout and epoch scaled to T = 12000
+        regret.setdefault(key, []).append(run_cell(config)["summary"]["final_regret"])
     for family in ("triangle", "sine"):
         mean = {t: float(np.mean(regret[(family, t)])) for t in ("cdt", "zooming", "oracle")}
         assert mean["oracle"] < mean["cdt"] < mean["zooming"], (family, mean)

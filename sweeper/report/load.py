@@ -24,7 +24,7 @@ import pandas as pd
 import yaml
 from mlflow import MlflowClient
 
-from sweeper.tracking import CELLS_TABLE, search_all
+from sweeper.tracking import CELLS_TABLE, number_or_none, search_all
 
 MAX_INDEX_PARENTS = 16
 """Past this many sweeps in one experiment, one search of all cell runs replaces the
@@ -103,7 +103,7 @@ def load_experiment(name: str, uri: str) -> Loaded:
         order += 1
         found = candidates.get(run_id)
         if found is None:
-            start = int(_number(start) or 0)
+            start = int(number_or_none(start) or 0)
             candidates[run_id] = _Candidate(run_id, status, start, order, row, run)
             return
         if row is not None:
@@ -123,7 +123,8 @@ def load_experiment(name: str, uri: str) -> Loaded:
             if table is None:
                 notes.append(f"sweep run {run_id} has no {CELLS_TABLE}; its cells come from runs")
             else:
-                until = int(_number(parent.data.tags.get("table_until")) or 0) - CLOCK_MARGIN_MS
+                flushed = number_or_none(parent.data.tags.get("table_until")) or 0
+                until = int(flushed) - CLOCK_MARGIN_MS
                 for row in table.to_dict("records"):
                     if row.get("run_id") and row.get("cell_key"):
                         add(str(row["run_id"]), str(row.get("status")), row.get("start_time"), row)
@@ -185,14 +186,6 @@ def load_experiment(name: str, uri: str) -> Loaded:
         unfinished=unfinished,
         notes=notes,
     )
-
-
-def _number(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if np.isnan(number) else number
 
 
 def _is_missing(value: Any) -> bool:

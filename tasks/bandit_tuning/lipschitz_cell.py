@@ -127,4 +127,20 @@ def run_cell(config: Mapping[str, Any]) -> dict[str, Any]:
     )
 
 
+def at_horizon(config: Mapping[str, Any], horizon: int) -> dict[str, Any]:
+    """The cell's config moved to another T, its layout and epoch scaled with it.
+
+    Explicit ``dataset.change_points`` and the tuner's ``restart_every`` are given for
+    ``config['horizon']``; both scale by horizon / config['horizon'] (rounded down), so a
+    layout such as the released A.3 script's can be run at a shorter horizon.
+    """
+    scale = int(horizon) / horizon_of(config)
+    dataset, tuner = dict(config["dataset"]), dict(config["tuner"])
+    if dataset.get("change_points"):
+        dataset["change_points"] = [int(c * scale) for c in dataset["change_points"]]
+    if tuner.get("restart_every"):
+        tuner["restart_every"] = int(tuner["restart_every"] * scale)
+    return {**config, "horizon": int(horizon), "dataset": dataset, "tuner": tuner}
+
+
 run_cell.validate = validate  # the driver calls it once per distinct config before dispatch

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from tasks.bandit_tuning.tuners.zooming import ZoomingTuner
 
@@ -55,8 +56,8 @@ class CDT(ZoomingTuner):
 
     ``warmup_rounds`` / ``restart_every`` set T1 / T2 absolutely; left null they follow the
     paper's formulas T1 = k1 T^(2/(p+3)) and T2 = k2 T^((p+2)/(p+3)) with the multipliers
-    ``warmup_multiplier`` (1) and ``restart_multiplier`` (3). ``tau0`` is the sub-Gaussian
-    parameter of the observed reward (rewards in [0, 1] are 1/2-sub-Gaussian, so 0.5).
+    ``warmup_multiplier`` (1) and ``restart_multiplier`` (3). The other keywords are the
+    options of Zooming TS (``ZoomingTuner``: tau0, the constants of r and s0, removal, ...).
     """
 
     rule = "ts"
@@ -68,24 +69,9 @@ class CDT(ZoomingTuner):
         restart_every: int | None = None,
         restart_multiplier: float = 3.0,
         expected_changes: int | None = None,
-        tau0: float = 0.5,
-        radius_constant: float = 13.0 / 2.0,
-        ts_constant: float = 52.0 * math.pi,
-        removal: bool = True,
-        ts_draw: bool = True,
-        ts_log_horizon: bool = True,
-        random_start: bool = False,
+        **zooming: Any,
     ) -> None:
-        super().__init__(
-            tau0=tau0,
-            warmup_rounds=0,
-            radius_constant=radius_constant,
-            ts_constant=ts_constant,
-            removal=removal,
-            ts_draw=ts_draw,
-            ts_log_horizon=ts_log_horizon,
-            random_start=random_start,
-        )
+        super().__init__(warmup_rounds=0, **zooming)  # T1 is resolved here, per horizon
         check_warmup(warmup_rounds, warmup_multiplier)
         if restart_every is not None and int(restart_every) < 1:
             raise ValueError(f"restart_every (T2) must be >= 1 or null, got {restart_every}")

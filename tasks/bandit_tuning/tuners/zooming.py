@@ -12,7 +12,12 @@ class ZoomingTuner(Tuner):
     """Common plumbing of the zooming tuners: a ZoomingCore on the unit cube [0, 1]^p.
 
     Each tuned hyperparameter's interval [a_i, b_i] is rescaled to [0, 1] (000 Section 4);
-    proposals map the chosen point back with ``Hyperparameter.from_unit``.
+    proposals map the chosen point back with ``Hyperparameter.from_unit``. Options: ``tau0``,
+    the sub-Gaussian parameter of the reward (rewards in [0, 1] are 1/2-sub-Gaussian, so
+    0.5); ``radius_constant`` and ``ts_constant``, the constants of r and s0 (000 Eq. 5);
+    ``removal`` (Algorithm 1 line 4); and the released code's variants, off by default:
+    ``ts_draw`` (false: index f + s, no draw), ``ts_log_horizon`` (false: s0 without ln T),
+    ``random_start`` (each epoch starts from a random point). See ``ZoomingCore``.
     """
 
     rule = "ts"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from tasks.bandit_tuning.tuners.cdt import check_warmup, resolve_warmup
 from tasks.bandit_tuning.tuners.exp3 import Exp3
@@ -23,7 +24,7 @@ class ZoomingTSDoubleRestart(ZoomingTuner):
     per play, so the sum is divided by the epoch's length (the mean reward), the scaling
     under which Cheung et al.'s bound (Q = H0) holds. The warm-up T1 (CDT's, default
     T^(2/(p+3))) applies when it tunes a bandit; set ``warmup_rounds: 0`` to run Algorithm 3
-    alone.
+    alone. The other keywords are the options of Zooming TS (``ZoomingTuner``).
     """
 
     rule = "ts"
@@ -33,24 +34,9 @@ class ZoomingTSDoubleRestart(ZoomingTuner):
         warmup_rounds: int | None = None,
         warmup_multiplier: float = 1.0,
         zooming_dimension: float | None = None,
-        tau0: float = 0.5,
-        radius_constant: float = 13.0 / 2.0,
-        ts_constant: float = 52.0 * math.pi,
-        removal: bool = True,
-        ts_draw: bool = True,
-        ts_log_horizon: bool = True,
-        random_start: bool = False,
+        **zooming: Any,
     ) -> None:
-        super().__init__(
-            tau0=tau0,
-            warmup_rounds=0,
-            radius_constant=radius_constant,
-            ts_constant=ts_constant,
-            removal=removal,
-            ts_draw=ts_draw,
-            ts_log_horizon=ts_log_horizon,
-            random_start=random_start,
-        )
+        super().__init__(warmup_rounds=0, **zooming)  # T1 is resolved here, per horizon
         check_warmup(warmup_rounds, warmup_multiplier)
         if zooming_dimension is not None and zooming_dimension < 0:
             raise ValueError(f"zooming_dimension must be >= 0 or null, got {zooming_dimension}")
