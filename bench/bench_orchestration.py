@@ -70,7 +70,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-orchestration-"))
     uri = f"sqlite:///{work}/mlflow.db"
     overrides = [
-        "cell=sweeper.toy.toy_cell",
+        "task=toy",
         f"horizon={args.horizon}",
         f"seeds={args.cells}",
         "experiment.name=bench",

@@ -1,16 +1,19 @@
-"""Cells and their keys.
+"""Cells and their keys (docs/architecture.md, "The cell key").
 
-A cell is one call of a task's cell function on a resolved config. Its key is the
-SHA-256 of the canonical JSON of that config; orchestration settings (tracking,
-launcher, the sweep's own axes and seed count, the experiment's name) are not part of
-a cell, so changing where results go never changes a key.
+A cell is one call of a task family's cell function on a resolved config. Its key is the
+SHA-256 of the canonical JSON of that config, which holds the family's identity
+(``task: {name, result_version}``): a family that bumps its result version never reuses a
+stored result of older code. Orchestration settings (tracking, launcher, the sweep's own
+axes and seed count, the experiment's name, the family's display vocabulary) are not part
+of a cell, so changing where or how results are shown never changes a key.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -20,11 +23,15 @@ ORCHESTRATION_KEYS = frozenset(
 )
 """Top-level config keys that describe how to run a sweep, not what a cell computes."""
 
-TAG_GROUPS = ("algorithm", "tuner", "dataset")
-"""Config groups whose ``name`` tags every run."""
+TASK_KEY = "task"
+"""The cell config's family identity, ``{name, result_version}``, hashed into the key."""
 
 ABSENT = "none"
-"""The tag of a group a cell does not use (e.g. ``algorithm`` in the Lipschitz benchmark)."""
+"""The tag of a group a cell does not use (e.g. a bottom layer in a tuner-only benchmark)."""
+
+LEGACY_VERSION = 1
+"""Keys made before result versions existed hashed the config without its ``task`` entry;
+runs stored under them are results of version 1 of their family (see :func:`legacy_key`)."""
 
 
 def canonical_json(config: Mapping[str, Any]) -> str:
@@ -34,6 +41,18 @@ def canonical_json(config: Mapping[str, Any]) -> str:
 def cell_key(config: Mapping[str, Any]) -> str:
     """SHA-256 (hex) of the canonical cell config."""
     return hashlib.sha256(canonical_json(config).encode()).hexdigest()
+
+
+def legacy_key(config: Mapping[str, Any]) -> str | None:
+    """The key the same cell had before result versions (its config without ``task``).
+
+    Only a version-1 cell has one: a stored run under it is a result of the same code, and
+    the driver carries it over to the new key instead of recomputing it (sweeper/migrate.py).
+    """
+    task = config.get(TASK_KEY)
+    if not isinstance(task, Mapping) or task.get("result_version") != LEGACY_VERSION:
+        return None
+    return cell_key({k: v for k, v in config.items() if k != TASK_KEY})
 
 
 def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -48,15 +67,47 @@ def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
+def select(config: Mapping[str, Any], key: str) -> Any:
+    """The value at dotted ``key`` of a nested config, or None."""
+    node: Any = config
+    for part in key.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def short(value: Any) -> str:
+    """Compact text of a setting for run names: 1.0 -> '1', [0.1, 1.0] -> '[0.1,1]'."""
+    if isinstance(value, bool) or value is None:
+        return str(value).lower()
+    if isinstance(value, float):
+        return str(int(value)) if math.isfinite(value) and value.is_integer() else f"{value:g}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(short(v) for v in value) + "]"
+    return str(value)
+
+
 @dataclass(frozen=True)
 class Cell:
-    """What one Ray task runs: ``function`` (a dotted path) applied to ``config``."""
+    """What one Ray task runs: ``function`` (a dotted path) applied to ``config``.
+
+    ``groups`` (the family's ``task.groups``) name and tag the run; ``varying`` lists the
+    other settings (dotted keys) that differ between the cells of its sweep, so that the
+    run name tells every cell of the sweep apart (``linucb/cdt/simulation/k=1/seed0``).
+    """
 
     config: dict[str, Any]
+    groups: tuple[str, ...] = ()
+    varying: tuple[str, ...] = ()
 
     @cached_property
     def key(self) -> str:
         return cell_key(self.config)
+
+    @cached_property
+    def legacy_key(self) -> str | None:
+        return legacy_key(self.config)
 
     @property
     def function(self) -> str:
@@ -65,13 +116,30 @@ class Cell:
     @cached_property
     def tags(self) -> dict[str, str]:
         tags = {"cell_key": self.key, "seed": str(self.config.get("seed"))}
-        for group in TAG_GROUPS:
+        for group in self.groups:
             spec = self.config.get(group)
             tags[group] = str(spec.get("name", "")) if isinstance(spec, Mapping) else ABSENT
-        return dict(tags)
+        return tags
+
+    @cached_property
+    def setting(self) -> str:
+        """The run name without the seed: what the cells of one row of a summary share."""
+        parts = [self.tags[g] for g in self.groups if self.tags[g] not in ("", ABSENT)]
+        values = [(k.rsplit(".", 1)[-1], select(self.config, k)) for k in self.varying]
+        parts += [f"{name}={short(value)}" for name, value in values if value is not None]
+        return "/".join(parts)
 
     @property
     def label(self) -> str:
-        t = self.tags
-        parts = [t[g] for g in TAG_GROUPS if t.get(g) and t[g] != ABSENT]
-        return "/".join(parts + [f"seed{t['seed']}"])
+        return "/".join(p for p in (self.setting, f"seed{self.tags['seed']}") if p)
+
+
+def varying_keys(configs: Sequence[Mapping[str, Any]], candidates: Sequence[str]) -> list[str]:
+    """The ``candidates`` (dotted keys) whose value is not the same in every config."""
+    varying = []
+    for key in dict.fromkeys(candidates):
+        if key == "seed":
+            continue
+        if len({canonical_json({"v": select(c, key)}) for c in configs}) > 1:
+            varying.append(key)
+    return varying

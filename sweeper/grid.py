@@ -1,4 +1,4 @@
-"""Expand a composed experiment into cells (DESIGN.md, Data flow step 2).
+"""Expand a composed experiment into cells (docs/architecture.md, step 2).
 
 An experiment declares ``sweep.grid``: a mapping from a config key to the list of values
 it takes, or a list of such mappings (blocks; the union of their products, for grids that
@@ -32,7 +32,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from sweeper.cells import ORCHESTRATION_KEYS, Cell
+from sweeper.cells import ORCHESTRATION_KEYS, TASK_KEY, Cell, cell_key, varying_keys
+from sweeper.task import Task, parse_task
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 Composer = Callable[[list[str]], DictConfig]
@@ -103,6 +104,7 @@ def expand(
     sweep_grid = OmegaConf.to_container(grid, resolve=True) if grid is not None else None
     blocks = _pin(_blocks(sweep_grid), pinned, cfg, conf_dir)
 
+    task = task_of(cfg)
     composed: dict[tuple[str, ...], DictConfig] = {}
 
     def _compose(choice: Mapping[str, Any], groups: Sequence[str]) -> DictConfig:
@@ -114,15 +116,17 @@ def expand(
             composed[signature] = compose(overrides)
         return composed[signature]
 
-    cells: dict[str, Cell] = {}
+    configs: dict[str, dict[str, Any]] = {}
+    value_keys: list[str] = []
     for block in blocks:
         groups = [k for k in block if is_group(k, conf_dir)]
         for group in groups:
             for value in block[group]:
                 check_option(group, value, conf_dir)
         values_axes = [k for k in block if k not in groups]
+        value_keys += values_axes
         first = {g: block[g][0] for g in groups}
-        base = OmegaConf.to_container(_compose(first, groups), resolve=False)
+        base = _with_identity(OmegaConf.to_container(_compose(first, groups), resolve=False), task)
         nodes = {
             (g, v): OmegaConf.to_container(_compose({**first, g: v}, groups)[g], resolve=False)
             for g in groups
@@ -138,9 +142,23 @@ def expand(
             for values in itertools.product(*(block[k] for k in values_axes)):
                 for seed in seed_axis:
                     settings = [*zip(values_axes, values, strict=True), ("seed", seed)]
-                    cell = Cell(_cell(config, settings, plain))
-                    cells.setdefault(cell.key, cell)
-    return list(cells.values())
+                    cell = _cell(config, settings, plain)
+                    configs.setdefault(cell_key(cell), cell)
+    varying = tuple(varying_keys(list(configs.values()), value_keys))
+    return [Cell(config, task.groups, varying) for config in configs.values()]
+
+
+def task_of(cfg: DictConfig) -> Task:
+    """The family's vocabulary from the composed config's ``task`` block."""
+    block = cfg.get(TASK_KEY)
+    return parse_task(OmegaConf.to_container(block, resolve=True) if block is not None else None)
+
+
+def _with_identity(config: dict[str, Any], task: Task) -> dict[str, Any]:
+    """The config with its ``task`` block cut to the family's identity (what a key hashes)."""
+    if TASK_KEY in config:
+        config[TASK_KEY] = task.identity
+    return config
 
 
 def _cell(config: dict[str, Any], settings: Sequence[tuple[str, Any]], plain: bool):
@@ -211,9 +229,13 @@ def _same(a: Any, b: Any, group: bool) -> bool:
 
 
 def cell_config(cfg: DictConfig) -> dict[str, Any]:
-    """The resolved config of one cell: everything but the orchestration keys."""
+    """The resolved config of one cell: everything but the orchestration keys, with the
+    ``task`` block cut to the family's identity."""
     container = OmegaConf.to_container(cfg, resolve=True)
-    return {k: v for k, v in container.items() if k not in ORCHESTRATION_KEYS}
+    config = {k: v for k, v in container.items() if k not in ORCHESTRATION_KEYS}
+    if isinstance(config.get(TASK_KEY), dict):
+        config[TASK_KEY] = parse_task(config[TASK_KEY]).identity
+    return config
 
 
 def _key(override: str) -> str:

@@ -1,4 +1,4 @@
-"""Dispatch cells and stream their outcomes back as they finish (DESIGN.md, Data flow 3-4).
+"""Dispatch cells and stream their outcomes back as they finish (docs/architecture.md, steps 4-5).
 
 ``ray`` submits every cell as a Ray task with at most ``launcher.max_in_flight`` submitted at
 once and yields events in completion order (``ray.wait``), never in submission order as

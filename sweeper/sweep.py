@@ -1,4 +1,4 @@
-"""The driver: expand, skip what is done, dispatch, record (DESIGN.md, Data flow).
+"""The driver: expand, skip what is done, dispatch, record (docs/architecture.md).
 
 ``run_sweep`` never loses finished work: each cell is logged to MLflow the moment it
 finishes, the parent's ``cells.parquet`` is rewritten every ``tracking.flush_every``
@@ -28,15 +28,18 @@ from omegaconf import DictConfig, OmegaConf
 
 from sweeper.cells import Cell, canonical_json
 from sweeper.execute import Outcome
-from sweeper.grid import Composer, expand
+from sweeper.grid import Composer, expand, task_of
 from sweeper.launch import check_launcher, init_ray, launch
+from sweeper.migrate import carry_over
 from sweeper.progress import Progress, format_duration
+from sweeper.task import GENERIC, Task
 from sweeper.tracking import IndexEntry, Tracker, now_ms
 from tasks.building import locate
 
 TABLE_FLUSH_EVERY = 50
 TABLE_FLUSH_EVERY_S = 30.0
 MAX_LISTED_FAILURES = 20
+MAX_SUMMARY_ROWS = 60
 
 
 class Failure(NamedTuple):
@@ -64,7 +67,10 @@ class SweepResult:
     cancelled: int = 0
     reaped: int = 0
     rebuilt_rows: int = 0
+    carried_over: int = 0
     resume_command: str = ""
+    task: Task = GENERIC
+    settings: dict[str, str] = field(default_factory=dict)  # cell key -> its run name sans seed
 
     @property
     def ok(self) -> bool:
@@ -97,13 +103,15 @@ def run_sweep(
     cells = expand(cfg, compose, cli_overrides)
     validate(cells)
     name = str(cfg.experiment.name)
-    tracker = Tracker(cfg.tracking.get("uri"), name)
+    task = task_of(cfg)
+    tracker = Tracker(cfg.tracking.get("uri"), name, task)
     log_threads = _log_threads(cfg, tracker)
     parents = tracker.sweep_parents()
     parent = tracker.parent_run(
         sweep_key(cells), OmegaConf.to_yaml(cfg), str(cfg.experiment.get("description") or "")
     )
     index = tracker.resume_index(parents)
+    carried = carry_over(tracker, cells, index)
     rerun = bool(cfg.get("rerun"))
     known = {c.key: index.finished[c.key] for c in cells if c.key in index.finished}
     todo = cells if rerun else [c for c in cells if c.key not in known]
@@ -114,6 +122,9 @@ def run_sweep(
         len(cells) - len(todo),
         parent_run_id=parent,
         resume_command=_command(cli_overrides),
+        carried_over=carried,
+        task=task,
+        settings={c.key: c.setting for c in cells},
     )
     result.reaped = len(tracker.reap(index.running, parent))
     rows, result.rebuilt_rows = _previous_rows(tracker, cells, known)
@@ -127,6 +138,12 @@ def run_sweep(
         print(f"  {result.reaped} run(s) left RUNNING by a killed driver set to KILLED", file=out)
     if result.rebuilt_rows:
         print(f"  {result.rebuilt_rows} table row(s) rebuilt from their runs", file=out)
+    if result.carried_over:
+        print(
+            f"  {result.carried_over} finished run(s) stored under an older sweeper's cell keys "
+            "carried over (sweeper/migrate.py)",
+            file=out,
+        )
     if rows:
         tracker.write_cells_table(parent, pd.DataFrame(rows.values()))
 
@@ -368,14 +385,7 @@ def _details(result: SweepResult) -> dict[str, Any]:
 
 
 def print_summary(result: SweepResult, out: TextIO = sys.stdout) -> None:
-    table = result.table
-    if table is not None and "final_regret" in table and "status" in table:
-        finished = table[table["status"] == "FINISHED"]
-        groups = [g for g in ("algorithm", "tuner", "dataset") if finished[g].notna().any()]
-        if len(finished) and groups:
-            stats = finished.groupby(groups)["final_regret"].agg(["mean", "std", "count"]).round(2)
-            print("\nfinal cumulative regret (mean, std over seeds):", file=out)
-            print(stats.to_string(), file=out)
+    _print_lead(result, out)
     if result.failed:
         print(f"\n{len(result.failed)} cell(s) FAILED:", file=out)
         for failure in result.failed[:MAX_LISTED_FAILURES]:
@@ -407,3 +417,29 @@ def print_summary(result: SweepResult, out: TextIO = sys.stdout) -> None:
         )
     elif result.failed:
         print("Rerunning the same command retries only the failed and missing cells.", file=out)
+
+
+def _print_lead(result: SweepResult, out: TextIO) -> None:
+    """Mean, sd and count of the family's lead metric per setting: every axis of the sweep
+    but the seed, so no row pools two settings (e.g. two warm-up lengths)."""
+    lead, table = result.task.lead, result.table
+    if lead is None or table is None or lead not in table or "status" not in table:
+        return
+    finished = table[(table["status"] == "FINISHED") & table["cell_key"].isin(result.settings)]
+    if not len(finished):
+        return
+    setting = finished["cell_key"].map(lambda k: result.settings[k] or "every cell")
+    stats = (
+        finished.groupby(setting.rename("setting"), sort=False)[lead]
+        .agg(["mean", "std", "count"])
+        .round(2)
+    )
+    title = result.task.metric(lead).title
+    print(f"\n{title} ({lead}; mean, sd over seeds):", file=out)
+    print(stats.head(MAX_SUMMARY_ROWS).to_string(), file=out)
+    if len(stats) > MAX_SUMMARY_ROWS:
+        print(
+            f"... and {len(stats) - MAX_SUMMARY_ROWS} more settings "
+            f"(python -m sweeper.report {result.experiment})",
+            file=out,
+        )

@@ -1,7 +1,7 @@
-"""A toy cell for testing and benchmarking the orchestrator itself (``cell=sweeper.toy.toy_cell``).
+"""A toy cell for testing and benchmarking the orchestrator itself (``task=toy``).
 
-It returns what a real cell returns (a summary, a regret curve of ``horizon`` rounds, a
-hyperparameter trace) in microseconds, and misbehaves on request through the config key
+It returns what a real cell returns (a summary, a curve of ``horizon`` steps, a trace of a
+setting) in microseconds, and misbehaves on request through the config key
 ``toy`` (so each behaviour is part of the cell key):
 
 - ``sleep_s``: seconds to sleep before returning (a cell that takes time);
@@ -47,17 +47,13 @@ def toy_cell(config: Mapping[str, Any]) -> dict[str, Any]:
     if seed in list(toy.get("fail_seeds") or []):
         raise RuntimeError(f"injected failure for seed {seed}")
     rng = np.random.default_rng(seed)
-    instant = rng.uniform(0.0, 1.0, horizon) / np.sqrt(np.arange(1, horizon + 1))
-    regret = np.cumsum(instant)
-    final = float("nan") if seed in list(toy.get("nan_seeds") or []) else float(regret[-1])
-    values = rng.choice([0.1, 1.0, 2.0], size=(horizon, 1))
+    increments = rng.uniform(0.0, 1.0, horizon) / np.sqrt(np.arange(1, horizon + 1))
+    value = np.cumsum(increments)
+    final = float("nan") if seed in list(toy.get("nan_seeds") or []) else float(value[-1])
+    knob = rng.choice([0.1, 1.0, 2.0], size=(horizon, 1))
     return {
-        "summary": {
-            "final_regret": final,
-            "cumulative_reward": float(horizon - final),
-            "runtime_s": 0.0,
-        },
+        "summary": {"final_value": final, "complement": float(horizon - final), "runtime_s": 0.0},
         "params": {"p": 1},
-        "curves": {"regret": regret},
-        "trace": {"names": ["exploration_rate"], "values": values},
+        "curves": {"value": value},
+        "trace": {"names": ["knob"], "values": knob},
     }

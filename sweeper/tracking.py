@@ -1,17 +1,18 @@
-"""MLflow layout (DESIGN.md, Contracts: Tracking). Only the driver writes here.
+"""MLflow layout (docs/architecture.md, "The MLflow layout"). Only the driver writes here.
 
 One MLflow experiment per exp; one parent run per sweep (tags ``sweep_key`` and
-``role=sweep``) holding the experiment config (``config.yaml``), the summary
-(``summary.json`` and metrics cells/finished/failed/skipped/wall_s/cells_per_s) and, as
-``cells.parquet``, one consolidated row per cell (columns cell_key, run_id, status,
-algorithm, tuner, dataset, seed, error, config (JSON), the summary metrics, curve_step and
-curve_regret (the downsampled regret curve) and hp_<name> (each tuned hyperparameter
-downsampled at the same steps), plus node, wall_s and start_time) so reports never
-download a thousand artifacts; one child run per cell tagged ``cell_key``, ``algorithm``,
-``tuner``, ``dataset``, ``seed`` and ``node`` (``<ip>/<Ray node id>``), with the flattened
-cell config as params, the summary and the downsampled regret curve (``regret`` by
-``step``) as metrics, and the full curves and hyperparameter trace as ``cell.npz``. A
-FAILED cell is a FAILED run with ``traceback.txt`` and an ``error`` tag.
+``role=sweep``) holding the experiment config (``config.yaml``, with the family's ``task``
+block), the summary (``summary.json`` and metrics cells/finished/failed/skipped/wall_s/
+cells_per_s) and, as ``cells.parquet``, one consolidated row per cell (columns cell_key,
+run_id, status, one per group of the family's ``task.groups``, seed, error, config (JSON),
+the summary metrics, ``curve_step`` and ``curve_<name>`` for each curve the family declares
+(downsampled), ``hp_<name>`` for each traced setting (downsampled at the same steps), node,
+wall_s and start_time) so reports never download a thousand artifacts; one child run per
+cell tagged ``cell_key``, its groups' option names, ``seed``, ``node`` (``<ip>/<Ray node
+id>``) and the code that made it (``sweeper.version``, ``mlflow.source.git.commit``), with
+the flattened cell config as params, the summary and each declared curve (by ``step``) as
+metrics, and the full curves and trace as ``cell.npz``. A FAILED cell is a FAILED run with
+``traceback.txt`` and an ``error`` tag.
 
 Resume and reruns. A cell is done when its key has a FINISHED run in the experiment.
 ``rerun=true`` logs a new run per cell; when it finishes, the cell's older FINISHED runs
@@ -46,6 +47,8 @@ from mlflow.entities import Metric, Param, RunTag, ViewType
 
 from sweeper.cells import Cell, flatten
 from sweeper.execute import Outcome
+from sweeper.provenance import code_tags
+from sweeper.task import GENERIC, Task
 
 CURVE_POINTS = 500
 CELLS_TABLE = "cells.parquet"
@@ -152,12 +155,13 @@ def search_all(client: MlflowClient, experiment_id: str, filter_string: str = ""
 class Tracker:
     """The driver's MLflow writer and the resume index."""
 
-    def __init__(self, uri: str | None, experiment: str) -> None:
+    def __init__(self, uri: str | None, experiment: str, task: Task = GENERIC) -> None:
         # MLflow prints a "View run at <url>" line per run on an HTTP server: not per cell.
         os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
         self.uri = resolve_uri(uri)
         self.client = MlflowClient(tracking_uri=self.uri)
         self.experiment_name = experiment
+        self.task = task
         self.driver = driver_id()
         found = self.client.get_experiment_by_name(experiment)
         if found is None:
@@ -270,7 +274,8 @@ class Tracker:
                     f"it to finish or stop it (kill -INT {pid}), then run the command again"
                 )
             run_id = run.info.run_id
-            self.client.log_batch(run_id, tags=[RunTag("sweeper.driver", self.driver)])
+            tags = {"sweeper.driver": self.driver, **code_tags()}
+            self.client.log_batch(run_id, tags=[RunTag(k, v) for k, v in tags.items()])
             self.client.update_run(run_id, status="RUNNING")
             return run_id
         run = self.client.create_run(
@@ -281,6 +286,7 @@ class Tracker:
                 "role": "sweep",
                 "mlflow.note.content": description,
                 "sweeper.driver": self.driver,
+                **code_tags(),
             },
         )
         self.client.log_text(run.info.run_id, config_yaml, "config.yaml")
@@ -375,6 +381,7 @@ class Tracker:
         if outcome.node_id:
             tags["ray_node_id"] = outcome.node_id
         tags["sweeper.driver"] = self.driver
+        tags.update(code_tags())
         if parent_id:
             tags["mlflow.parentRunId"] = parent_id
         if outcome.error:
@@ -394,7 +401,7 @@ class Tracker:
             "cell_key": cell.key,
             "run_id": run_id,
             "status": outcome.status,
-            **{k: cell.tags.get(k) for k in ("algorithm", "tuner", "dataset")},
+            **{g: cell.tags.get(g) for g in cell.groups},
             "seed": cell.config.get("seed"),
             "error": outcome.error,
             "config": json.dumps(cell.config, sort_keys=True, default=str),
@@ -407,13 +414,14 @@ class Tracker:
             metrics += [Metric(k, float(v), start, 0) for k, v in summary.items()]
             row.update({k: float(v) for k, v in summary.items()})
             curves = result.get("curves") or {}
-            if "regret" in curves:
-                steps, values = downsample(curves["regret"])
-                metrics += [
-                    Metric("regret", float(v), start, int(s))
-                    for s, v in zip(steps, values, strict=True)
-                ]
-            row.update(_curve_columns(result))
+            for name in self.task.curves:
+                if name in curves:
+                    steps, values = downsample(np.asarray(curves[name]))
+                    metrics += [
+                        Metric(name, float(v), start, int(s))
+                        for s, v in zip(steps, values, strict=True)
+                    ]
+            row.update(_curve_columns(result, self.task.curves))
         param_chunks = [param_list[i : i + 100] for i in range(0, len(param_list), 100)]
         metric_chunks = [metrics[i : i + 900] for i in range(0, len(metrics), 900)]
         for i in range(max(len(param_chunks), len(metric_chunks))):
@@ -437,15 +445,17 @@ class Tracker:
     def row_from_run(self, cell: Cell, run: Any) -> dict[str, Any]:
         """Rebuild a finished cell's table row from its run (when no table had it): the
         summary from its metrics, the curve and hyperparameters from its ``cell.npz``
-        (else the curve from the ``regret`` metric)."""
+        (else the curves from their step metrics)."""
         if isinstance(run, str):
             run = self.client.get_run(run)
-        summary = {k: v for k, v in run.data.metrics.items() if k not in ("regret", "wall_s")}
+        curves = [c for c in self.task.curves if c in run.data.metrics]
+        skip = {*curves, "wall_s"}
+        summary = {k: v for k, v in run.data.metrics.items() if k not in skip}
         row = {
             "cell_key": cell.key,
             "run_id": run.info.run_id,
             "status": "FINISHED",
-            **{k: cell.tags.get(k) for k in ("algorithm", "tuner", "dataset")},
+            **{g: cell.tags.get(g) for g in cell.groups},
             "seed": cell.config.get("seed"),
             "error": None,
             "config": json.dumps(cell.config, sort_keys=True, default=str),
@@ -456,13 +466,14 @@ class Tracker:
         }
         result = self._read_npz(run.info.run_id, run.info.artifact_uri)
         if result is not None:
-            row.update(_curve_columns(result))
+            row.update(_curve_columns(result, self.task.curves))
         else:
-            history = sorted(
-                self.client.get_metric_history(run.info.run_id, "regret"), key=lambda m: m.step
-            )
-            row["curve_step"] = [m.step for m in history]
-            row["curve_regret"] = [m.value for m in history]
+            for name in curves:
+                history = sorted(
+                    self.client.get_metric_history(run.info.run_id, name), key=lambda m: m.step
+                )
+                row["curve_step"] = [m.step for m in history]
+                row[f"curve_{name}"] = [m.value for m in history]
         return row
 
     def _read_npz(self, run_id: str, artifact_uri: str) -> dict[str, Any] | None:
@@ -489,14 +500,16 @@ class Tracker:
         self.client.log_batch(run_id, tags=[RunTag(k, v) for k, v in tags.items()])
 
 
-def _curve_columns(result: Mapping[str, Any]) -> dict[str, Any]:
-    """The table's curve_step, curve_regret and hp_<name> columns of a cell's result."""
+def _curve_columns(result: Mapping[str, Any], declared: Iterable[str]) -> dict[str, Any]:
+    """The table's curve_step, curve_<name> (each ``declared`` curve the result has) and
+    hp_<name> columns of a cell's result; the declared curves share one length."""
     columns: dict[str, Any] = {}
     curves = result.get("curves") or {}
-    if "regret" in curves:
-        steps, values = downsample(np.asarray(curves["regret"]))
-        columns["curve_step"] = steps.tolist()
-        columns["curve_regret"] = values.tolist()
+    for name in declared:
+        if name in curves:
+            steps, values = downsample(np.asarray(curves[name]))
+            columns["curve_step"] = steps.tolist()
+            columns[f"curve_{name}"] = values.tolist()
     trace = result.get("trace") or {}
     names = [str(n) for n in trace.get("names", [])]
     if names:

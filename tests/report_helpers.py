@@ -1,11 +1,19 @@
-"""Helpers for the report tests: a cell that fails on purpose for chosen seeds."""
+"""Helpers for the report tests: the bandit family's vocabulary, and a cell that fails on
+purpose for chosen seeds."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+import yaml
+
+from sweeper.grid import CONF_DIR
+from sweeper.task import parse_task
 from tasks.bandit_tuning.cell import run_cell
+
+BANDIT = parse_task(yaml.safe_load((CONF_DIR / "task" / "bandit_tuning.yaml").read_text())["task"])
+"""The bandit family's ``task`` block, as conf/task/bandit_tuning.yaml declares it."""
 
 
 def failing_cell(config: Mapping[str, Any]) -> dict[str, Any]:

@@ -25,7 +25,7 @@ def test_a_sweep_on_a_two_node_cluster_uses_both_nodes(tmp_path, tracking_uri):
         node_ids = {node.node_id for node in cluster.list_all_nodes()}
         assert len(node_ids) == 2
         args = [
-            "cell=sweeper.toy.toy_cell",
+            "task=toy",
             "horizon=50",
             "seeds=8",
             "+toy.sleep_s=0.5",

@@ -23,7 +23,7 @@ from mlflow import MlflowClient
 from sweeper.sweep import run_sweep
 from sweeper.tracking import Tracker
 
-TOY = ["cell=sweeper.toy.toy_cell", "horizon=50"]
+TOY = ["task=toy", "horizon=50"]
 
 
 def _overrides(tracking_uri: str, name: str, *extra: str) -> list[str]:
@@ -111,7 +111,7 @@ def test_a_failing_and_a_diverging_cell_are_failed_runs_and_the_sweep_goes_on(
     # The table lists the failures too, so a report never silently drops them.
     table = result.table.set_index("seed")
     assert table.loc[1, "status"] == "FAILED" and "injected" in table.loc[1, "error"]
-    assert table.loc[0, "status"] == "FINISHED" and table.loc[0, "final_regret"] > 0
+    assert table.loc[0, "status"] == "FINISHED" and table.loc[0, "final_value"] > 0
 
     # Rerunning retries only the failed cells (they fail again: the bug is in the cell).
     again, _ = _sweep(composer, overrides)
@@ -271,7 +271,7 @@ def test_ctrl_c_cancels_what_is_in_flight_keeps_the_rest_and_says_how_to_resume(
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 130, stderr[-2000:]
     assert "Interrupted" in stdout and "python -m sweeper" in stdout
-    assert "cell=sweeper.toy.toy_cell" in stdout  # the resume command repeats the overrides
+    assert "task=toy" in stdout  # the resume command repeats the overrides
     runs = _cell_runs(tracking_uri, name)
     finished_before = _statuses(runs)["FINISHED"]
     assert finished_before < 10 and not _statuses(runs)["RUNNING"]
@@ -316,9 +316,9 @@ def test_running_leftovers_are_reaped_and_missing_table_rows_rebuilt(
     assert len(second.table) == 6 and set(second.table["status"]) == {"FINISHED"}
     rebuilt = second.table.set_index("cell_key").loc[table["cell_key"].iloc[5]]
     original = first.table.set_index("cell_key").loc[table["cell_key"].iloc[5]]
-    assert rebuilt["final_regret"] == pytest.approx(original["final_regret"])
-    assert list(rebuilt["curve_regret"]) == pytest.approx(list(original["curve_regret"]))
-    hp = "hp_exploration_rate"  # the hyperparameter trace comes back from cell.npz
+    assert rebuilt["final_value"] == pytest.approx(original["final_value"])
+    assert list(rebuilt["curve_value"]) == pytest.approx(list(original["curve_value"]))
+    hp = "hp_knob"  # the hyperparameter trace comes back from cell.npz
     assert list(rebuilt[hp]) == pytest.approx(list(original[hp]))
 
 

@@ -76,7 +76,7 @@ def test_a_sweep_logs_to_a_tracking_server_in_parallel_and_resumes(
 ):
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     overrides = [
-        "cell=sweeper.toy.toy_cell",
+        "task=toy",
         "horizon=300",
         "seeds=10",
         "+toy.fail_seeds=[4]",

@@ -7,9 +7,10 @@ import pandas as pd
 
 from sweeper.report.axes import build_axes
 from sweeper.report.figures import curves_figure, hyperparameter_figures
-from sweeper.report.load import Loaded, _change_points
+from sweeper.report.load import MARKS, Loaded, _marks
 from sweeper.report.spec import parse
 from sweeper.report.stats import paired_table
+from tests.report_helpers import BANDIT
 
 
 def _cell(tuner: str, seed: int, final: float, /, **config) -> dict:
@@ -28,14 +29,14 @@ def _cell(tuner: str, seed: int, final: float, /, **config) -> dict:
         "curve_step": steps,
         "curve_regret": curve,
         "hp_x": np.full(100, 0.25 * (1 + seed)),
-        "change_points": [30, 60],
+        MARKS: [30, 60],
     }
 
 
 def _loaded(rows, grid) -> Loaded:
     cells = pd.DataFrame(rows)
     cells["seed"] = cells["seed"].astype("Int64")
-    return Loaded("t", "sqlite:///x.db", cells, {}, grid, 1)
+    return Loaded("t", "sqlite:///x.db", cells, {}, grid, 1, BANDIT)
 
 
 def test_axes_hide_a_tuners_own_setting_and_add_unlisted_differences():
@@ -53,7 +54,7 @@ def test_axes_hide_a_tuners_own_setting_and_add_unlisted_differences():
         "tuner.restart_multiplier": [10.0],
         "dataset.family": ["triangle", "sine"],
     }
-    cells, axes = build_axes(_loaded(rows, grid), parse({}), {"cdt": "CDT"})
+    cells, axes = build_axes(_loaded(rows, grid), parse({}, task=BANDIT), {"cdt": "CDT"})
     shown = {a.key: a.shown for a in axes}
     assert shown == {
         "algorithm": False,  # one value, not a grid axis
@@ -78,12 +79,12 @@ def test_merged_values_share_a_column_and_paired_seeds_match():
     rows = frame.to_dict("records")
     rows += [{**_cell("cdt", s, 8.0, algorithm_p=2), "algorithm": "gloc"} for s in (0, 1, 2)]
     section = {"axes": {"tuner": {"merge": {"TL/Syndicated": ["tl", "syndicated"]}}}}
-    spec = parse(section)
+    spec = parse(section, task=BANDIT)
     cells, axes = build_axes(_loaded(rows, {"tuner": ["tl", "syndicated", "cdt"]}), spec)
     tuner = next(a for a in axes if a.key == "tuner")
     assert tuner.values == ["TL/Syndicated", "cdt"]
     assert tuner.accepts("TL/Syndicated", "syndicated") and tuner.accepts("TL/Syndicated", "tl")
-    table, _ = paired_table(cells, axes, "tuner", "cdt")
+    table, _ = paired_table(cells, axes, "tuner", "cdt", "final_regret")
     by_algorithm = table.tidy.set_index("Algorithm")
     # gloc: Syndicated has seeds 0 and 1, CDT 0-2: seed 2 is excluded and counted.
     assert by_algorithm.loc["gloc", "n_pairs"] == 2 and by_algorithm.loc["gloc", "n_excluded"] == 1
@@ -93,22 +94,33 @@ def test_merged_values_share_a_column_and_paired_seeds_match():
     )
 
 
-def test_change_points_are_read_from_params_or_config():
-    assert _change_points({"change_points": "[22861, 47734, 74817]"}, {}) == [
+def test_marked_steps_are_read_from_params_or_config():
+    word = BANDIT.markers
+    assert _marks({"change_points": "[22861, 47734, 74817]"}, {}, word) == [
         22861.0,
         47734.0,
         74817.0,
     ]
-    assert _change_points({}, {"dataset": {"change_points": [5, 9]}}) == [5.0, 9.0]
-    assert _change_points({"change_points": "None"}, {"dataset": {"change_points": None}}) == []
+    assert _marks({}, {"dataset": {"change_points": [5, 9]}}, word) == [5.0, 9.0]
+    assert _marks({"change_points": "None"}, {"dataset": {"change_points": None}}, word) == []
 
 
 def test_figures_mark_change_points_and_draw_the_hyperparameter(tmp_path):
     rows = [_cell(t, s, f + s) for t, f in (("cdt", 10.0), ("oracle", 5.0)) for s in (0, 1, 2)]
-    cells, axes = build_axes(_loaded(rows, {"tuner": ["cdt", "oracle"]}), parse({}))
+    cells, axes = build_axes(_loaded(rows, {"tuner": ["cdt", "oracle"]}), parse({}, task=BANDIT))
     tuner = [a for a in axes if a.key == "tuner"]
-    caption = curves_figure(cells, axes, tuner, tmp_path / "regret.png", only=["oracle", "cdt"])
-    assert caption is not None and "change points" in caption
+    regret = BANDIT.curves["regret"]
+    caption = curves_figure(
+        cells,
+        axes,
+        tuner,
+        tmp_path / "regret.png",
+        regret,
+        ["oracle", "cdt"],
+        "tuner",
+        marks="change point",
+    )
+    assert caption is not None and "each change point" in caption
     assert (tmp_path / "regret.png").read_bytes()[:4] == b"\x89PNG"
     written = hyperparameter_figures(cells, axes, tuner, tmp_path, smooth=5)
     assert [name for name, _ in written] == ["hp_x.png"]

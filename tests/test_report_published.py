@@ -16,6 +16,7 @@ from sweeper.report.spec import TableSpec, parse
 from sweeper.report.stats import paired_difference
 from sweeper.report.tables import metric_table
 from tasks.bandit_tuning.published import DISPLAY_NAMES, PUBLISHED, TABLES, Published
+from tests.report_helpers import BANDIT
 
 PAPERS = Path("/work/shared/papers")
 ALGORITHMS = {"linucb", "lints", "ucb_glm", "glm_tsl", "laplace_ts", "gloc", "sgd_ts"}
@@ -141,8 +142,10 @@ def test_metric_table_places_published_numbers_beside_their_cells():
                   "tuner": "op", "candidates": "C2"}, 389.91, conditions={"horizon": 2000}),
         Published("T9", "final_regret", {"algorithm": "linucb", "extra": "x"}, 1.0),
     ]  # fmt: skip
-    spec = TableSpec("regret", "final_regret", "Regret", ["space.candidates"], {}, None)
-    table = metric_table(_cells(rows), axes, spec, published, {"T4": "Table four"})
+    spec = TableSpec(
+        "regret", "final_regret", "Regret", ["space.candidates"], {}, None, better="min"
+    )
+    table = metric_table(_cells(rows), axes, spec, published, {"T4": "Table four"}, "tuner")
     assert table.header == [
         "Algorithm", "Dataset", "candidates=C1, TL", "candidates=C1, TL [T4]",
         "candidates=C1, OP", "candidates=C2, TL",
@@ -173,7 +176,9 @@ def test_report_section_errors_are_clear():
         parse({"tables": [{"name": "x"}]})
     with pytest.raises(ReportError, match="distinct"):
         parse({"tables": [{"metric": "a"}, {"metric": "a"}]})
-    spec = parse({"paired": {"reference": "op"}, "pivot": "space.candidates"}, reference="tl")
+    spec = parse(
+        {"paired": {"reference": "op"}, "pivot": "space.candidates"}, reference="tl", task=BANDIT
+    )
     assert spec.reference == "tl" and spec.pivot == ["space.candidates"]
     assert [t.name for t in spec.tables] == ["regret", "runtime"]
     assert spec.tables[0].pivot == ["space.candidates"]

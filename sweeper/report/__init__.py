@@ -5,12 +5,13 @@ the sweeps' axes (``axes``) as the experiment's ``report:`` section asks (``spec
 writes into DIR (default ``reports/NAME/``):
 
 - ``tables/NAME.md`` and ``.csv`` (tidy, one row per cell group) and ``NAME_wide.csv``
-  (the displayed layout) for each table: mean +- sd of the final regret, the mean
-  runtime, the tables an experiment adds (pivoted axes, cumulative reward, best grid
-  value), each beside the published numbers for the same cells (``published`` module of
-  the task); ``paired`` (differences against a reference tuner on matched seeds) and
-  ``failed`` (every FAILED cell with its error);
-- ``figures/*.png``: regret curves (+-1 sd), the tuners' hyperparameters over time;
+  (the displayed layout) for each table: mean +- sd of the family's lead metric, the mean
+  runtime, the tables an experiment adds (pivoted axes, other metrics, best grid value),
+  each beside the published numbers for the same cells (``published`` module of the
+  task); ``paired`` (differences against a reference value of the family's compare axis
+  on matched seeds) and ``failed`` (every FAILED cell with its error);
+- ``figures/<curve>.png``: each curve the family declares (+-1 sd), and
+  ``figures/hp_<name>.png``: each traced setting over time;
 - ``cells.csv`` (every cell used), ``report.md`` (all tables) and ``index.html``.
 """
 
@@ -124,10 +125,10 @@ def build_report(
 ) -> Report:
     """Read experiment ``name`` from MLflow and write its report into ``out``."""
     uri = resolve_uri(tracking_uri)
-    loaded = load_experiment(name, uri)
+    loaded = load_experiment(name, uri, conf_dir)
     if not len(loaded.cells):
         raise ReportError(f"experiment '{name}' at {uri} has no cell runs yet")
-    spec = parse(report_section(loaded, conf_dir), reference)
+    spec = parse(report_section(loaded, conf_dir), reference, loaded.task)
     published = find_published(_dotted_paths(loaded))
     cells, axes = build_axes(loaded, spec, published.display_names, published.axis_names)
     notes = list(loaded.notes)
@@ -141,9 +142,9 @@ def build_report(
             notes.append(f"table '{table_spec.name}': no cell recorded {table_spec.metric}")
             continue
         built[table_spec.name] = tables.metric_table(
-            cells, axes, table_spec, published.entries, published.captions
+            cells, axes, table_spec, published.entries, published.captions, spec.compare
         )
-    if spec.optimum_axis:
+    if spec.optimum_axis and spec.optimum_metric:
         built["optimum"] = tables.optimum_table(
             cells,
             axes,
@@ -152,9 +153,15 @@ def build_report(
             published.entries,
             spec.optimum_published,
             published.captions,
+            loaded.task,
         )
-    paired_axis = tables.find_axis(axes, spec.paired_axis)
-    if spec.paired and paired_axis is not None and len(paired_axis.values) > 1:
+    paired_axis = tables.find_axis(axes, spec.paired_axis) if spec.paired_axis else None
+    if (
+        spec.paired
+        and spec.paired_metric
+        and paired_axis is not None
+        and len(paired_axis.values) > 1
+    ):
         table, paired_notes = stats.paired_table(
             cells,
             axes,
@@ -163,6 +170,7 @@ def build_report(
             spec.paired_metric,
             explicit=reference is not None or spec.reference is not None,
             where=spec.paired_where,
+            default=spec.default_reference,
         )
         built["paired"] = table
         notes += paired_notes
@@ -174,9 +182,9 @@ def build_report(
 
 def _line_axes(spec: ReportSpec, axes: list[Axis]) -> list[Axis]:
     line = [a for k in spec.pivot if (a := tables.find_axis(axes, k)) is not None]
-    tuner = tables.find_axis(axes, "tuner")
-    if tuner is not None and tuner not in line:
-        line.append(tuner)
+    compare = tables.find_axis(axes, spec.compare) if spec.compare else None
+    if compare is not None and compare not in line:
+        line.append(compare)
     return line
 
 
@@ -215,14 +223,21 @@ def _write(
     line_axes = _line_axes(spec, axes)
     options = spec.figures
     only = options.get("lines")
+    task = loaded.task
+    marks = (task.markers or "marked step").replace("_", " ")
     if options.get("curves", True):
-        caption = figures.curves_figure(cells, axes, line_axes, figure_dir / "regret.png", only)
-        if caption:
-            drawn.append(("figures/regret.png", caption))
+        for curve in task.curves.values():
+            path = figure_dir / f"{curve.name}.png"
+            caption = figures.curves_figure(
+                cells, axes, line_axes, path, curve, only, spec.compare, marks=marks
+            )
+            if caption:
+                drawn.append((f"figures/{path.name}", caption))
     if options.get("hyperparameters", True):
         smooth = int(options.get("smooth") or 0)
+        x_label = next((c.x for c in task.curves.values()), "step")
         for filename, caption in figures.hyperparameter_figures(
-            cells, axes, line_axes, figure_dir, only, smooth
+            cells, axes, line_axes, figure_dir, only, smooth, spec.compare, x_label, task.trace
         ):
             drawn.append((f"figures/{filename}", caption))
     files += [out / path for path, _ in drawn]

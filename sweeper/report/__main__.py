@@ -1,4 +1,4 @@
-"""``python -m sweeper.report NAME [--out DIR] [--tracking-uri URI] [--reference TUNER]``."""
+"""``python -m sweeper.report NAME [--out DIR] [--tracking-uri URI] [--reference VALUE]``."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--reference",
-        help="the tuner the paired statistics compare with (default: the experiment's "
-        "report.paired.reference, else cdt)",
+        help="the value of the compared axis the paired statistics compare with (default: "
+        "the experiment's report.paired.reference, else the family's task.reference)",
     )
     args = parser.parse_args(argv)
     try:

@@ -3,21 +3,21 @@ varies between cells that the grid keys do not tell apart (e.g. two sweeps run w
 different horizons), so cells of different settings are never averaged together.
 
 Each cell gets one column per axis, ``@KEY``, holding the canonical text of its value
-(``canon``): group axes (algorithm, tuner, dataset) hold option names, others the value
-at that dotted key of the cell config.
+(``canon``): group axes (the family's ``task.groups``, e.g. algorithm, tuner, dataset)
+hold option names, others the value at that dotted key of the cell config.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
-from sweeper.cells import flatten
-from sweeper.report.load import GROUP_TAGS, Loaded
+from sweeper.cells import flatten, select
+from sweeper.report.load import Loaded
 from sweeper.report.spec import ReportSpec
 
 NULL = "null"
@@ -76,15 +76,6 @@ class Axis:
         return text in {v.casefold() for v in own}
 
 
-def _select(config: Mapping[str, Any], key: str) -> Any:
-    node: Any = config
-    for part in key.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            return None
-        node = node[part]
-    return node
-
-
 def _sort_key(text: str) -> tuple[int, float, str]:
     try:
         return (0, float(text), text)
@@ -101,7 +92,7 @@ def build_axes(
     """The cells with an ``@KEY`` column per axis, and the axes in display order.
 
     Shown (grouped by) are: the axes a report section names (pivot, where, optimum, paired);
-    algorithm, tuner and dataset when the grid lists them or they vary; any other axis that
+    the family's groups when the grid lists them or they vary; any other axis that
     varies and is not fixed by the other shown axes (a tuner's own setting, such as CDT's
     restart_multiplier in an experiment where only CDT sets it, is not a row of its own).
     """
@@ -115,27 +106,29 @@ def build_axes(
     requested = list(spec.pivot)
     for table in spec.tables:
         requested += table.pivot + [str(k) for k in table.where]
-    requested += [str(k) for k in spec.paired_where] + [spec.paired_axis]
+    requested += [str(k) for k in spec.paired_where]
+    requested += [spec.paired_axis] if spec.paired_axis else []
     requested += [spec.optimum_axis] if spec.optimum_axis else []
     requested = [k for k in dict.fromkeys(requested) if k not in names]
 
-    keys = [g for g in GROUP_TAGS if g in cells and cells[g].notna().any()]
+    groups = loaded.task.groups
+    keys = [g for g in groups if g in cells and cells[g].notna().any()]
     keys += [k for k in loaded.grid if k not in keys and k not in ("seed", "seeds")]
     keys += [k for k in requested if k not in keys]
 
     for key in keys:
-        if key in GROUP_TAGS:
+        if key in groups:
             cells[column(key)] = cells[key].fillna("").astype(str)
         else:
-            cells[column(key)] = [canon(_select(c, key)) for c in configs]
-    for key in _implicit_axes(cells, configs, keys):
+            cells[column(key)] = [canon(select(c, key)) for c in configs]
+    for key in _implicit_axes(cells, configs, keys, groups):
         keys.append(key)
-        cells[column(key)] = [canon(_select(c, key)) for c in configs]
+        cells[column(key)] = [canon(select(c, key)) for c in configs]
 
     axes = []
     for key in keys:
         settings = spec.axes.get(key, {})
-        group = key in GROUP_TAGS
+        group = key in groups
         labels = {}
         if group:
             labels = {v: display_names.get(v, v) for v in cells[column(key)].unique()}
@@ -178,7 +171,7 @@ def _hide_redundant(cells: pd.DataFrame, axes: list[Axis], requested: list[str])
 
 
 def _implicit_axes(
-    cells: pd.DataFrame, configs: list[Mapping[str, Any]], keys: list[str]
+    cells: pd.DataFrame, configs: list[Mapping[str, Any]], keys: list[str], groups: Sequence[str]
 ) -> list[str]:
     """Config keys (not the seed) that differ between cells the declared axes do not separate."""
     if len(cells) < 2:
@@ -191,7 +184,7 @@ def _implicit_axes(
     extra = []
     counts = flat.groupby("__group").nunique()
     for key in counts.columns:
-        if key in keys or any(key.startswith(f"{k}.") for k in keys if k not in GROUP_TAGS):
+        if key in keys or any(key.startswith(f"{k}.") for k in keys if k not in groups):
             continue
         if (counts[key] > 1).any():
             extra.append(key)

@@ -1,8 +1,9 @@
 """Figures (PNG, matplotlib's Agg backend), drawn from the downsampled curves of the cells
-tables: cumulative regret with a +-1 standard deviation band per tuner, one panel per
-algorithm and dataset (003 Figure 2's grid), with a switching environment's change points
-marked when the cells recorded them (003 Appendix A.3, Figure 4); and the hyperparameter
-each tuner chose over time, median and interquartile band across seeds.
+tables: each curve the family declares (e.g. cumulative regret), mean with a +-1 standard
+deviation band per value of the line axes, one panel per combination of the other shown
+axes (e.g. 003 Figure 2's algorithm x dataset grid), with marked steps (e.g. a switching
+environment's change points) when the cells recorded them; and each traced setting (e.g.
+the hyperparameter a tuner chose) over time, median and interquartile band across seeds.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from sweeper.report.axes import Axis  # noqa: E402
+from sweeper.report.load import MARKS  # noqa: E402
+from sweeper.task import Curve  # noqa: E402
 
 PANEL = (4.2, 3.0)
 MAX_COLUMNS = 4
@@ -34,17 +37,22 @@ def _layout(cells: pd.DataFrame, axes: Sequence[Axis], line_axes: Sequence[Axis]
 
 
 def _lines(
-    cells: pd.DataFrame, line_axes: Sequence[Axis], only: Sequence[Any] | None
+    cells: pd.DataFrame,
+    line_axes: Sequence[Axis],
+    only: Sequence[Any] | None,
+    compare: str | None = None,
 ) -> list[tuple[tuple[str, ...], str]]:
-    """Line identities (axis values) and legend labels, in display order (``only`` first)."""
+    """Line identities (axis values) and legend labels, in display order: with ``only``,
+    just the lines whose ``compare`` axis value (else the first line axis') it lists, in
+    its order."""
     present = set(map(tuple, cells[[a.column for a in line_axes]].astype(str).to_numpy()))
     combos = [c for c in itertools.product(*(a.values for a in line_axes)) if c in present]
-    if only:
-        tuner = next((i for i, a in enumerate(line_axes) if a.key == "tuner"), 0)
-        axis = line_axes[tuner]
+    if only and line_axes:
+        index = next((i for i, a in enumerate(line_axes) if a.key == compare), 0)
+        axis = line_axes[index]
         ranked = []
         for wanted in only:
-            ranked += [c for c in combos if axis.accepts(c[tuner], wanted) and c not in ranked]
+            ranked += [c for c in combos if axis.accepts(c[index], wanted) and c not in ranked]
         combos = ranked
     return [(c, " / ".join(a.label(v) for a, v in zip(line_axes, c, strict=True))) for c in combos]
 
@@ -135,26 +143,30 @@ def curves_figure(
     axes: Sequence[Axis],
     line_axes: Sequence[Axis],
     path: Path,
+    curve: Curve,
     only: Sequence[Any] | None = None,
+    compare: str | None = None,
     title: str = "",
+    marks: str = "marked step",
 ) -> str | None:
-    """Mean cumulative regret +- 1 sd over seeds, one line per ``line_axes`` value.
+    """Mean of ``curve`` +- 1 sd over seeds, one line per ``line_axes`` value.
 
-    Returns the figure's caption, or None when no cell has a regret curve.
+    Returns the figure's caption, or None when no cell has that curve.
     """
     finished = cells[cells["status"] == "FINISHED"]
-    if "curve_regret" not in finished or not len(finished):
+    column = f"curve_{curve.name}"
+    if column not in finished or not len(finished):
         return None
     panel_axes, panels = _layout(finished, axes, line_axes)
     points_seen = False
-    lines = _lines(finished, line_axes, only)
+    lines = _lines(finished, line_axes, only, compare)
     colors = _colors([label for _, label in lines])
     rows_hint = len(panel_axes[0].values) if len(panel_axes) > 1 else 1
     fig, ax_list, columns = _figure(len(panels), rows_hint)
     for ax, combo in zip(ax_list, panels, strict=True):
         frame = _select(finished, panel_axes, combo)
         for line, label in lines:
-            stacked = _stack(_select(frame, line_axes, line), "curve_regret")
+            stacked = _stack(_select(frame, line_axes, line), column)
             if stacked is None:
                 continue
             steps, values = stacked
@@ -162,15 +174,13 @@ def curves_figure(
             sd = values.std(axis=0, ddof=1) if len(values) > 1 else np.zeros_like(mean)
             ax.plot(steps, mean, color=colors[label], label=f"{label}", lw=1.4)
             ax.fill_between(steps, mean - sd, mean + sd, color=colors[label], alpha=0.18, lw=0)
-        points = sorted({p for ps in frame.get("change_points", []) for p in (ps or [])})
+        points = sorted({p for ps in frame.get(MARKS, []) for p in _points(ps)})
         for i, point in enumerate(points):
-            ax.axvline(
-                point, color="0.35", ls="--", lw=0.9, label="change point" if i == 0 else None
-            )
+            ax.axvline(point, color="0.35", ls="--", lw=0.9, label=marks if i == 0 else None)
             points_seen = True
         ax.set_title(_panel_title(panel_axes, combo), fontsize=10)
-        ax.set_xlabel("round t")
-        ax.set_ylabel("cumulative regret")
+        ax.set_xlabel(curve.x)
+        ax.set_ylabel(curve.title)
         ax.grid(alpha=0.3)
     if title:
         fig.suptitle(title)
@@ -179,11 +189,18 @@ def curves_figure(
     plt.close(fig)
     per = " and ".join(a.header.lower() for a in panel_axes) or "experiment"
     lines_by = " and ".join(a.header.lower() for a in line_axes) or "cell"
-    return (
-        f"Cumulative regret, mean over seeds with a ±1 standard deviation band, one line per "
-        f"{lines_by}, one panel per {per} (as 003 Figure 2)"
-        + ("; dashed lines mark the environment's change points." if points_seen else ".")
+    better = {"lower": " (lower is better)", "higher": " (higher is better)"}.get(
+        curve.better or "", ""
     )
+    return (
+        f"{curve.title.capitalize()}{better}, mean over seeds with a ±1 standard deviation "
+        f"band, one line per {lines_by}, one panel per {per}"
+        + (f"; dashed lines mark each {marks}." if points_seen else ".")
+    )
+
+
+def _points(values: Any) -> list[float]:
+    return [] if values is None else [float(v) for v in values]
 
 
 def hyperparameter_figures(
@@ -193,11 +210,15 @@ def hyperparameter_figures(
     directory: Path,
     only: Sequence[Any] | None = None,
     smooth: int = 0,
+    compare: str | None = None,
+    x_label: str = "step",
+    traced: str = "setting",
 ) -> list[tuple[str, str]]:
-    """One figure per tuned hyperparameter: median and interquartile band across seeds.
+    """One figure per traced setting (``hp_<name>`` columns; ``traced`` says what they
+    are, e.g. the hyperparameter a tuner chose): median and interquartile band across seeds.
 
     ``smooth`` > 1 first averages each seed's trace over that many consecutive points (a
-    tuner that samples its value every round, like TL's EXP3, otherwise draws noise).
+    setting sampled anew every step, like TL's EXP3 draw, otherwise draws noise).
     """
     finished = cells[cells["status"] == "FINISHED"]
     written = []
@@ -207,7 +228,7 @@ def hyperparameter_figures(
             continue
         name = column.removeprefix("hp_")
         panel_axes, panels = _layout(with_trace, axes, line_axes)
-        lines = _lines(finished, line_axes, only)
+        lines = _lines(finished, line_axes, only, compare)
         colors = _colors([label for _, label in lines])
         rows_hint = len(panel_axes[0].values) if len(panel_axes) > 1 else 1
         fig, ax_list, columns = _figure(len(panels), rows_hint)
@@ -225,14 +246,14 @@ def hyperparameter_figures(
                         .to_numpy()
                         .T
                     )
-                with warnings.catch_warnings():  # warm-up rounds: no value in any seed
+                with warnings.catch_warnings():  # steps without a value in any seed
                     warnings.simplefilter("ignore", RuntimeWarning)
                     low, median, high = np.nanpercentile(values, [25, 50, 75], axis=0)
                 ax.plot(steps, median, color=colors[label], label=label, lw=1.4)
                 ax.fill_between(steps, low, high, color=colors[label], alpha=0.18, lw=0)
                 drawn = True
             ax.set_title(_panel_title(panel_axes, combo), fontsize=10)
-            ax.set_xlabel("round t")
+            ax.set_xlabel(x_label)
             ax.set_ylabel(name)
             ax.grid(alpha=0.3)
         fig.suptitle(f"{name}: median and interquartile band over seeds", fontsize=10)
@@ -246,9 +267,9 @@ def hyperparameter_figures(
             written.append(
                 (
                     filename,
-                    f"The {name} each tuner chose over time: median across seeds with the "
-                    f"interquartile band{smoothed} (rounds of a warm-up, when no tuner acts, "
-                    "are blank).",
+                    f"The {traced} {name} over time: median across seeds with the "
+                    f"interquartile band{smoothed} (steps where no seed records one, e.g. "
+                    "a warm-up, are blank).",
                 )
             )
         plt.close(fig)

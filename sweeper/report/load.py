@@ -6,8 +6,9 @@ the runs it logged after its table's last flush (tag ``table_until``), as the sw
 resume index does (beyond MAX_INDEX_PARENTS sweeps: one search of all cell runs). A cell
 is represented by its newest FINISHED run, else its newest FAILED run; a chosen run that
 no table holds (a sweep killed before it wrote its table) is rebuilt from the run itself:
-its metrics, its ``regret`` history and its params. Cell artifacts (``cell.npz``) are never
-downloaded here.
+its metrics, the step history of each curve its family declares and its params. Cell
+artifacts (``cell.npz``) are never downloaded here. The family's vocabulary (groups,
+curves, metrics: sweeper/task.py) is the one recorded in the newest sweep's config.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import pandas as pd
 import yaml
 from mlflow import MlflowClient
 
+from sweeper.grid import CONF_DIR
+from sweeper.task import Task, task_of_config
 from sweeper.tracking import CELLS_TABLE, number_or_none, search_all
 
 MAX_INDEX_PARENTS = 16
@@ -31,9 +34,9 @@ MAX_INDEX_PARENTS = 16
 per-sweep searches (as the sweeper's resume index does)."""
 CLOCK_MARGIN_MS = 5_000
 
-GROUP_TAGS = ("algorithm", "tuner", "dataset")
-CHANGE_POINT_WORD = "change_point"
-"""Params or config keys containing this word locate a switching environment's changes."""
+MARKS = "marks"
+"""The cells' column of marked steps: the values of params or config keys that contain the
+family's ``task.markers`` word (e.g. a switching environment's change points)."""
 
 
 class ReportError(ValueError):
@@ -50,6 +53,7 @@ class Loaded:
     config: dict[str, Any]
     grid: dict[str, list[Any]]
     sweeps: int
+    task: Task
     description: str = ""
     unfinished: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -80,7 +84,7 @@ class _Candidate:
     run: Any = None
 
 
-def load_experiment(name: str, uri: str) -> Loaded:
+def load_experiment(name: str, uri: str, conf_dir: Path = CONF_DIR) -> Loaded:
     client = client_for(uri)
     experiment = client.get_experiment_by_name(name)
     if experiment is None or experiment.lifecycle_stage == "deleted":
@@ -144,10 +148,12 @@ def load_experiment(name: str, uri: str) -> Loaded:
 
     chosen, unfinished, superseded = _choose(candidates.values())
     top_keys = _config_keys(configs)
+    newest = configs[-1] if configs else {}
+    task = task_of_config(newest, conf_dir)
     rows, rebuilt = [], 0
     for candidate in chosen:
         if candidate.row is None:
-            row = _row_from_run(client, candidate.run, top_keys)
+            row = _row_from_run(client, candidate.run, top_keys, task)
             rebuilt += 1
         else:
             row = {k: v for k, v in candidate.row.items() if not _is_missing(v)}
@@ -169,12 +175,11 @@ def load_experiment(name: str, uri: str) -> Loaded:
             f"{superseded} older run(s) of cells that were run again are ignored "
             "(the newest FINISHED run of each cell counts)"
         )
-    _attach_change_points(client, rows, chosen)
+    _attach_marks(client, rows, chosen, task.markers)
 
     cells = pd.DataFrame(rows)
     if len(cells):
         cells["seed"] = pd.to_numeric(cells["seed"], errors="coerce").astype("Int64")
-    newest = configs[-1] if configs else {}
     return Loaded(
         name=name,
         uri=uri,
@@ -182,6 +187,7 @@ def load_experiment(name: str, uri: str) -> Loaded:
         config=newest,
         grid=_grid_axes(configs),
         sweeps=len(parents),
+        task=task,
         description=str((newest.get("experiment") or {}).get("description") or ""),
         unfinished=unfinished,
         notes=notes,
@@ -225,29 +231,30 @@ def _choose(candidates) -> tuple[list[_Candidate], list[dict[str, Any]], int]:
     return chosen, unfinished, superseded
 
 
-def _attach_change_points(client: MlflowClient, rows: list[dict], chosen: list) -> None:
-    """``change_points`` per row, for cells whose config mentions change points.
+def _attach_marks(client: MlflowClient, rows: list[dict], chosen: list, word: str | None) -> None:
+    """:data:`MARKS` per row, for cells whose config has a key containing ``word``.
 
-    A switching environment's cell records its change points as a result param (the same
-    for every seed of one config), so one run per distinct config (seed aside) is asked.
+    A cell records such steps (e.g. a switching environment's change points) as a result
+    param, the same for every seed of one config, so one run per distinct config (seed
+    aside) is asked.
     """
     from sweeper.cells import canonical_json, flatten
 
     asked: dict[str, list[float]] = {}
     for row, candidate in zip(rows, chosen, strict=True):
         config = row.get("config") if isinstance(row.get("config"), Mapping) else {}
-        if not any(CHANGE_POINT_WORD in k.lower() for k in flatten(config)):
-            row["change_points"] = []
+        if not word or not any(word in k.lower() for k in flatten(config)):
+            row[MARKS] = []
             continue
         signature = canonical_json({k: v for k, v in config.items() if k != "seed"})
         if signature not in asked and row.get("status") == "FINISHED":
             run = candidate.run
             try:
                 run = run if run is not None else client.get_run(candidate.run_id)
-                asked[signature] = _change_points(run.data.params, config)
+                asked[signature] = _marks(run.data.params, config, word)
             except Exception:
-                asked[signature] = _change_points({}, config)
-        row["change_points"] = asked.get(signature, [])
+                asked[signature] = _marks({}, config, word)
+        row[MARKS] = asked.get(signature, [])
 
 
 def _download_yaml(client: MlflowClient, run_id: str, path: str, into: Path) -> dict | None:
@@ -320,8 +327,8 @@ def unflatten(flat: Mapping[str, Any]) -> dict[str, Any]:
     return nested
 
 
-def _row_from_run(client: MlflowClient, run: Any, top_keys: set[str]) -> dict[str, Any]:
-    """A cell's row rebuilt from its run: tags, metrics, ``regret`` history, params."""
+def _row_from_run(client: MlflowClient, run: Any, top_keys: set[str], task: Task) -> dict[str, Any]:
+    """A cell's row rebuilt from its run: tags, metrics, curve histories, params."""
     tags = run.data.tags
     params = {k: _parse_param(v) for k, v in run.data.params.items()}
     if top_keys:
@@ -329,30 +336,31 @@ def _row_from_run(client: MlflowClient, run: Any, top_keys: set[str]) -> dict[st
     row: dict[str, Any] = {
         "cell_key": tags["cell_key"],
         "run_id": run.info.run_id,
-        **{k: tags.get(k) for k in GROUP_TAGS},
+        **{g: tags.get(g) for g in task.groups},
         "seed": tags.get("seed"),
         "error": tags.get("error"),
         "config": unflatten(params),
         "source": "run",
     }
     if run.info.status == "FINISHED":
-        row.update({k: v for k, v in run.data.metrics.items() if k != "regret"})
-        history = sorted(client.get_metric_history(run.info.run_id, "regret"), key=lambda m: m.step)
-        row["curve_step"] = np.array([m.step for m in history])
-        row["curve_regret"] = np.array([m.value for m in history])
+        row.update({k: v for k, v in run.data.metrics.items() if k not in task.curves})
+        for name in (c for c in task.curves if c in run.data.metrics):
+            history = sorted(client.get_metric_history(run.info.run_id, name), key=lambda m: m.step)
+            row["curve_step"] = np.array([m.step for m in history])
+            row[f"curve_{name}"] = np.array([m.value for m in history])
     return row
 
 
-def _change_points(params: Mapping[str, str], config: Mapping[str, Any]) -> list[float]:
-    """Rounds at which a switching environment changes, if the cell recorded them.
+def _marks(params: Mapping[str, str], config: Mapping[str, Any], word: str) -> list[float]:
+    """Steps to mark on a cell's curves, if the cell recorded them.
 
     Looked up in the run's params (a cell's result params) and then in its config: any key
-    containing ``change_point`` whose value is a list of rounds (or a comma-separated string).
+    containing ``word`` whose value is a list of steps (or a comma-separated string).
     """
     from sweeper.cells import flatten
 
-    candidates = [v for k, v in params.items() if CHANGE_POINT_WORD in k.lower()]
-    candidates += [v for k, v in flatten(config).items() if CHANGE_POINT_WORD in k.lower()]
+    candidates = [v for k, v in params.items() if word in k.lower()]
+    candidates += [v for k, v in flatten(config).items() if word in k.lower()]
     for value in candidates:
         points = _as_rounds(value)
         if points:

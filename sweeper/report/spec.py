@@ -11,12 +11,13 @@ Every key is optional::
         tuner:
           merge: {TL/Syndicated: [tl, syndicated]}   # one column for several values
       pivot: space.candidates        # axes spread into side-by-side columns (with tuner)
-      tables:                        # default: regret (final_regret) and runtime (runtime_s)
+      tables:                        # default: the family's lead metric, then runtime_s
         - name: regret
           metric: final_regret
           where: {tuner.restart_multiplier: 3}     # keep only these cells
           published: ["003 Table 4", {table: "003 Table 5", where: {T1: "T^(2/(p+3))"}}]
       paired: {axis: tuner, reference: cdt, metric: final_regret, where: {}}   # or false
+                                     # (defaults: the family's compare axis, reference, lead)
       optimum: {axis: tuner.value, metric: final_regret}            # 003 Table 3
       figures: {curves: true, hyperparameters: true, lines: [cdt, tl, op, theory]}
 
@@ -34,18 +35,10 @@ from typing import Any
 import yaml
 
 from sweeper.report.load import ReportError
+from sweeper.task import GENERIC, Task
 
-METRICS: dict[str, tuple[str, str | None]] = {
-    "final_regret": ("Final cumulative regret", "min"),
-    "cumulative_reward": ("Cumulative reward", "max"),
-    "runtime_s": ("Mean runtime per cell (s)", None),
-}
-"""Known metrics: title and which direction is better (None: neither)."""
-
-DEFAULT_TABLES = (
-    {"name": "regret", "metric": "final_regret"},
-    {"name": "runtime", "metric": "runtime_s", "stat": "mean"},
-)
+RUNTIME = "runtime_s"
+"""The summary metric a cell's own runtime goes by (a default table when cells record it)."""
 SECTION_KEYS = {"title", "axes", "pivot", "tables", "paired", "optimum", "figures", "reference"}
 TABLE_KEYS = {"name", "metric", "title", "pivot", "where", "published", "stat"}
 
@@ -65,10 +58,7 @@ class TableSpec:
     where: dict[str, Any]
     published: list[PublishedChoice] | None  # None: every table whose cells are all axes
     stat: str = "mean_sd"
-
-    @property
-    def better(self) -> str | None:
-        return METRICS.get(self.metric, (self.metric, None))[1]
+    better: str | None = None  # 'min', 'max' or None (from the family's metrics)
 
 
 @dataclass
@@ -77,15 +67,22 @@ class ReportSpec:
     axes: dict[str, dict[str, Any]] = field(default_factory=dict)
     pivot: list[str] = field(default_factory=list)
     tables: list[TableSpec] = field(default_factory=list)
-    paired_axis: str = "tuner"
+    paired_axis: str | None = None
     reference: str | None = None
-    paired_metric: str = "final_regret"
+    paired_metric: str | None = None
     paired: bool = True
     paired_where: dict[str, Any] = field(default_factory=dict)
     optimum_axis: str | None = None
-    optimum_metric: str = "final_regret"
+    optimum_metric: str | None = None
     optimum_published: list[PublishedChoice] | None = None
     figures: dict[str, Any] = field(default_factory=dict)
+    task: Task = GENERIC
+    default_reference: str | None = None  # the family's, used when none is asked for
+
+    @property
+    def compare(self) -> str | None:
+        """The axis drawn as lines and spread into columns (the family's compare axis)."""
+        return self.task.compare
 
 
 def section_from_file(name: str, conf_dir: Path) -> dict[str, Any]:
@@ -128,8 +125,19 @@ def _published(value: Any, where: str) -> list[PublishedChoice] | None:
     return choices
 
 
-def parse(section: Mapping[str, Any] | None, reference: str | None = None) -> ReportSpec:
-    """Validate a ``report:`` section; ``reference`` (from the command line) wins."""
+def default_tables(task: Task) -> list[dict[str, Any]]:
+    """The lead metric (mean +- sd) and, when the family declares it, the runtime (mean)."""
+    tables = [{"name": task.metric(task.lead).table_name, "metric": task.lead}] if task.lead else []
+    if RUNTIME in task.metrics and task.lead != RUNTIME:
+        tables.append({"name": "runtime", "metric": RUNTIME, "stat": "mean"})
+    return tables
+
+
+def parse(
+    section: Mapping[str, Any] | None, reference: str | None = None, task: Task = GENERIC
+) -> ReportSpec:
+    """Validate a ``report:`` section; ``reference`` (from the command line) wins. Unset
+    defaults (tables, paired axis, reference and metric) come from the family's ``task``."""
     section = dict(section or {})
     unknown = set(section) - SECTION_KEYS
     if unknown:
@@ -137,7 +145,9 @@ def parse(section: Mapping[str, Any] | None, reference: str | None = None) -> Re
             f"report section: unknown key(s) {sorted(unknown)}; valid keys are "
             f"{sorted(SECTION_KEYS)}"
         )
-    spec = ReportSpec(title=str(section.get("title") or ""))
+    spec = ReportSpec(title=str(section.get("title") or ""), task=task)
+    spec.paired_axis, spec.paired_metric = task.compare, task.lead
+    spec.optimum_metric, spec.default_reference = task.lead, task.reference
     axes = section.get("axes") or {}
     if not isinstance(axes, Mapping):
         raise ReportError(f"report.axes maps config keys to {{name, labels}}, got {axes!r}")
@@ -156,7 +166,7 @@ def parse(section: Mapping[str, Any] | None, reference: str | None = None) -> Re
     spec.pivot = [str(p) for p in _as_list(section.get("pivot"))]
 
     tables = section.get("tables")
-    for index, table in enumerate(tables if tables is not None else DEFAULT_TABLES):
+    for index, table in enumerate(tables if tables is not None else default_tables(task)):
         if not isinstance(table, Mapping) or "metric" not in table:
             raise ReportError(f"report.tables[{index}] needs at least a metric, got {table!r}")
         bad = set(table) - TABLE_KEYS
@@ -173,11 +183,12 @@ def parse(section: Mapping[str, Any] | None, reference: str | None = None) -> Re
             TableSpec(
                 name=str(table.get("name") or metric),
                 metric=metric,
-                title=str(table.get("title") or METRICS.get(metric, (metric,))[0]),
+                title=str(table.get("title") or task.metric(metric).title),
                 pivot=[str(p) for p in _as_list(table.get("pivot", spec.pivot))],
                 where=dict(table.get("where") or {}),
                 published=_published(table.get("published"), f"tables[{index}]"),
                 stat=stat,
+                better=task.better(metric),
             )
         )
     names = [t.name for t in spec.tables]
@@ -188,9 +199,9 @@ def parse(section: Mapping[str, Any] | None, reference: str | None = None) -> Re
     if paired is False:
         spec.paired = False
     elif isinstance(paired, Mapping):
-        spec.paired_axis = str(paired.get("axis", "tuner"))
+        spec.paired_axis = _optional(paired.get("axis", spec.paired_axis))
         spec.reference = paired.get("reference")
-        spec.paired_metric = str(paired.get("metric", "final_regret"))
+        spec.paired_metric = _optional(paired.get("metric", spec.paired_metric))
         spec.paired_where = dict(paired.get("where") or {})
         bad = set(paired) - {"axis", "reference", "metric", "where"}
         if bad:
@@ -210,10 +221,14 @@ def parse(section: Mapping[str, Any] | None, reference: str | None = None) -> Re
         if "axis" not in optimum:
             raise ReportError("report.optimum needs the axis whose best value to report")
         spec.optimum_axis = str(optimum["axis"])
-        spec.optimum_metric = str(optimum.get("metric", "final_regret"))
+        spec.optimum_metric = _optional(optimum.get("metric", spec.optimum_metric))
         spec.optimum_published = _published(optimum.get("published"), "optimum")
     figures = section.get("figures") or {}
     if not isinstance(figures, Mapping):
         raise ReportError(f"report.figures maps figure options, got {figures!r}")
     spec.figures = dict(figures)
     return spec
+
+
+def _optional(value: Any) -> str | None:
+    return None if value is None else str(value)

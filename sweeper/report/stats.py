@@ -1,10 +1,11 @@
-"""Paired comparisons with a reference tuner.
+"""Paired comparisons with a reference value of one axis (the family's ``task.compare``).
 
-Every tuner with the same seed faces the same contexts and noise (the environment's
-stream depends on the dataset and the seed only), so a tuner is compared with the
-reference through the per-seed differences of the metric within the same algorithm,
-dataset and other axes: their mean, a t-based 95% confidence interval and the Wilcoxon
-signed-rank test. Seeds where either side has no FINISHED run are excluded and counted.
+A family's cells with the same seed share their random inputs (common random numbers: in
+the bandit family every tuner faces the same contexts and noise), so each value of the
+axis is compared with the reference through the per-seed differences of the metric within
+the same values of every other axis: their mean, a t-based 95% confidence interval and the
+Wilcoxon signed-rank test. Seeds where either side has no FINISHED run are excluded and
+counted.
 """
 
 from __future__ import annotations
@@ -22,8 +23,6 @@ from scipy import stats as sps
 from sweeper.report.axes import Axis
 from sweeper.report.load import ReportError
 from sweeper.report.tables import Table, filter_cells, fmt, fmt_p, require_axis
-
-DEFAULT_REFERENCE = "cdt"
 
 
 @dataclass(frozen=True)
@@ -56,10 +55,18 @@ def paired_difference(differences: Sequence[float], level: float = 0.95) -> Pair
     return Paired(n, mean, mean - half, mean + half, p_value)
 
 
-def choose_reference(axis: Axis, requested: str | None, explicit: bool) -> tuple[str, str]:
-    """The reference value (canonical) and a note when the default had to be replaced."""
-    wanted = requested if requested is not None else DEFAULT_REFERENCE
+def choose_reference(
+    axis: Axis, requested: str | None, explicit: bool, default: str | None = None
+) -> tuple[str, str]:
+    """The reference value (canonical) and a note when the default had to be replaced.
+
+    ``requested`` wins; else the family's ``default``; an explicit request that matches no
+    cell is an error, a default that matches none falls back to the axis' first value.
+    """
+    wanted = requested if requested is not None else default
     for value in axis.values:
+        if wanted is None:
+            break
         if axis.accepts(value, wanted):
             return value, ""
     if explicit:
@@ -68,6 +75,11 @@ def choose_reference(axis: Axis, requested: str | None, explicit: bool) -> tuple
             f"{', '.join(axis.values)} (--reference)"
         )
     first = axis.values[0]
+    if wanted is None:
+        return first, (
+            f"paired statistics: {axis.label(first)} is the reference, the first {axis.key} "
+            "(set report.paired.reference or pass --reference)"
+        )
     return first, (
         f"paired statistics: no {axis.key} '{wanted}' here, so {axis.label(first)} is the "
         f"reference (set report.paired.reference or pass --reference)"
@@ -77,17 +89,18 @@ def choose_reference(axis: Axis, requested: str | None, explicit: bool) -> tuple
 def paired_table(
     cells: pd.DataFrame,
     axes: Sequence[Axis],
-    axis_key: str = "tuner",
-    reference: str | None = None,
-    metric: str = "final_regret",
+    axis_key: str,
+    reference: str | None,
+    metric: str,
     explicit: bool = False,
     where: Mapping[str, Any] | None = None,
+    default: str | None = None,
 ) -> tuple[Table, list[str]]:
     """Each value of ``axis_key`` against the reference, within every other-axes group
     (of the cells ``where`` selects)."""
     axis = require_axis(axes, axis_key, "report.paired")
     cells = filter_cells(cells, axes, where or {})
-    ref, note = choose_reference(axis, reference, explicit)
+    ref, note = choose_reference(axis, reference, explicit, default)
     notes = [note] if note else []
     keys = [
         a for a in axes if a.shown and a is not axis and (a.group or cells[a.column].nunique() > 1)

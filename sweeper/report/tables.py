@@ -1,7 +1,8 @@
-"""Tables laid out like the papers': one row per (algorithm, dataset, other axes), one
-column per tuner (and per value of the pivoted axes, e.g. C1 / C2 side by side), each
-cell the mean +- standard deviation over seeds, with the published number for the same
-cell in an adjacent column labelled with its table.
+"""Tables laid out like the papers': one row per combination of the shown axes (e.g.
+algorithm and dataset), one column per value of the family's compare axis (e.g. tuner) and
+of the pivoted axes (e.g. C1 / C2 side by side), each cell the mean +- standard deviation
+over seeds, with the published number for the same cell in an adjacent column labelled
+with its table.
 
 FAILED cells are never averaged in: a cell's statistics use its FINISHED seeds and its
 text says how many seeds failed; the failures table lists each one with its error.
@@ -20,8 +21,9 @@ import pandas as pd
 
 from sweeper.cells import flatten
 from sweeper.report.axes import Axis, canon
-from sweeper.report.load import ReportError
-from sweeper.report.spec import METRICS, PublishedChoice, TableSpec
+from sweeper.report.load import MARKS, ReportError
+from sweeper.report.spec import PublishedChoice, TableSpec
+from sweeper.task import Task
 
 DAGGER = "†"
 
@@ -198,13 +200,15 @@ def metric_table(
     spec: TableSpec,
     published: Iterable[Any],
     captions: Mapping[str, str],
+    compare: str | None = None,
 ) -> Table:
-    """Mean (+- sd) of ``spec.metric`` per row and column combination of the axes."""
+    """Mean (+- sd) of ``spec.metric`` per row and column combination of the axes; the
+    ``compare`` axis (the family's) joins the pivoted ones as columns."""
     cells = filter_cells(cells, axes, spec.where)
     col_axes = [require_axis(axes, k, f"table '{spec.name}' pivot") for k in spec.pivot]
-    tuner = find_axis(axes, "tuner")
-    if tuner is not None and tuner not in col_axes and (len(tuner.values) > 1 or not col_axes):
-        col_axes.append(tuner)
+    lines = find_axis(axes, compare) if compare else None
+    if lines is not None and lines not in col_axes and (len(lines.values) > 1 or not col_axes):
+        col_axes.append(lines)
     # Rows: the shown axes left, except those this table's cells hold one value of (an
     # axis its ``where`` fixed), group axes aside.
     row_axes = [
@@ -335,21 +339,25 @@ def optimum_table(
     published: Iterable[Any],
     choices: list[PublishedChoice] | None,
     captions: Mapping[str, str],
+    task: Task,
 ) -> Table:
     """The value of ``axis_key`` with the best mean ``metric`` per combination of the other
-    axes (003 Table 3: the grid-search optimum per algorithm and K)."""
+    axes (a grid search's optimum, e.g. 003 Table 3's per algorithm and K).
+
+    Published entries with metric ``optimum`` give the paper's best value, those with
+    metric ``at_optimum`` the paper's ``metric`` there."""
     target = require_axis(axes, axis_key, "report.optimum")
-    better = METRICS.get(metric, (metric, "min"))[1] or "min"
+    better = task.better(metric) or "min"
     group_axes = [a for a in axes if a.shown and a is not target]
     sources = select_published(published, choices, "optimum", axes)
-    regret_sources = select_published(published, choices, "optimum_regret", axes)
+    at_best_sources = select_published(published, choices, "at_optimum", axes)
     header = [a.header for a in group_axes] + [
         f"best {target.header}",
-        f"{METRICS.get(metric, (metric,))[0]} at best",
+        f"{task.metric(metric).title} at best",
         "values tried",
     ]
     header += [f"best {target.header} [{t}]" for t, _, _ in sources]
-    header += [f"at best [{t}]" for t, _, _ in regret_sources]
+    header += [f"at best [{t}]" for t, _, _ in at_best_sources]
     rows, tidy, mismatches = [], [], {}
     for combo in _combos(cells, group_axes):
         mask = np.ones(len(cells), dtype=bool)
@@ -376,7 +384,7 @@ def optimum_table(
         record.update({f"best {target.header}": target.label(best) if best else None})
         record.update({f"{metric} mean": s.get("mean"), f"{metric} std": s.get("std")})
         record["values tried"] = len(per_value)
-        for group_sources in (sources, regret_sources):
+        for group_sources in (sources, at_best_sources):
             for table, entries, where in group_sources:
                 hit = next((e for e in entries if match(e, values, axes, where)), None)
                 differs = condition_mismatch(hit, frame) if hit else []
@@ -389,7 +397,7 @@ def optimum_table(
         rows.append(line)
         tidy.append(record)
     footnotes = [
-        f"{captions.get(t, t)}." for t in dict.fromkeys(t for t, _, _ in sources + regret_sources)
+        f"{captions.get(t, t)}." for t in dict.fromkeys(t for t, _, _ in sources + at_best_sources)
     ]
     for table, differs in mismatches.items():
         footnotes.append(
@@ -400,7 +408,7 @@ def optimum_table(
     word = "lowest" if better == "min" else "highest"
     caption = (
         f"The {target.header} with the {word} mean {metric} over FINISHED seeds, per "
-        f"combination of the other axes (grid search, 003 Table 3)."
+        f"combination of the other axes (a grid search)."
     )
     return Table(
         "optimum",
@@ -489,20 +497,8 @@ def cells_table(cells: pd.DataFrame, axes: Sequence[Axis]) -> pd.DataFrame:
             **{a.header: [a.label(str(v)) for v in cells[a.column]] for a in axes if not a.group},
         }
     )
-    skip = {
-        "cell_key",
-        "run_id",
-        "status",
-        "seed",
-        "error",
-        "config",
-        "start_time",
-        "source",
-        "algorithm",
-        "tuner",
-        "dataset",
-        "change_points",
-    }
+    skip = {"cell_key", "run_id", "status", "seed", "error", "config", "start_time", "source"}
+    skip |= {MARKS} | {a.key for a in axes if a.group}
     for name in cells.columns:
         if name in skip or name.startswith(("@", "curve_", "hp_")):
             continue

@@ -318,7 +318,7 @@ def _build() -> list[Published]:
             Published("002 Table 1", "optimum", cell, best, conditions=conditions_002),
             Published(
                 "002 Table 1",
-                "optimum_regret",
+                "at_optimum",
                 cell,
                 regret,
                 sd=sd,

@@ -1,4 +1,4 @@
-"""Common random numbers (DESIGN.md, Randomness).
+"""Common random numbers (docs/architecture.md, "Seeding").
 
 The environment's stream depends on (dataset, seed) only, so every algorithm and tuner
 run with the same seed faces the same contexts and noise: comparisons are paired. The

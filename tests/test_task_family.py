@@ -1,0 +1,167 @@
+"""The orchestrator learns its vocabulary from the task family (sweeper/task.py).
+
+The toy family (conf/task/toy.yaml) has no groups, a curve called ``value`` and a lead
+metric ``final_value``: sweeps, summaries and reports of it must work without any word of
+the bandit family. Keys carry the family's result version; a store written under the keys
+of an older sweeper is carried over (sweeper/migrate.py).
+"""
+
+from __future__ import annotations
+
+import io
+import subprocess
+
+import pytest
+from mlflow import MlflowClient
+from omegaconf import OmegaConf
+
+from sweeper.cells import Cell, cell_key
+from sweeper.grid import CONF_DIR, expand
+from sweeper.migrate import LEGACY_TAG
+from sweeper.report import build_report
+from sweeper.sweep import run_sweep
+from sweeper.task import TaskError, parse_task
+
+PINNED_KEY = "094d8d94d16f0c940cb369f94b707f116c065d6f7fb45d2c8905803ab9eeee99"
+"""The key of +exp=smoke's linucb/theory/simulation/seed0 cell (bandit_tuning, version 1)."""
+PINNED_LEGACY_KEY = "8523618cb30ea36879e7af4baac72632d18338d60d88c3fb978cf11ec61c61c8"
+"""The key the same cell had before result versions (sweeper 4eac1f6), computed by that code."""
+
+
+def test_the_key_of_a_fixed_bandit_cell_is_pinned(composer):
+    # A silent key change orphans every stored result: change it on purpose or not at all.
+    overrides = ["+exp=smoke", "algorithm=linucb", "tuner=theory", "seeds=1"]
+    (cell,) = expand(composer(overrides), composer, overrides)
+    assert cell.label == "linucb/theory/simulation/seed0"
+    assert cell.config["task"] == {"name": "bandit_tuning", "result_version": 1}
+    assert cell.key == PINNED_KEY
+    assert cell.legacy_key == PINNED_LEGACY_KEY
+
+
+def test_the_result_version_is_part_of_the_key(composer):
+    base = ["task=toy", "seed=0"]
+    (v1,) = expand(composer(base), composer, base)
+    bumped = [*base, "task.result_version=2"]
+    (v2,) = expand(composer(bumped), composer, bumped)
+    assert v1.key != v2.key and v1.label == v2.label
+    assert v2.legacy_key is None  # only version 1 has results stored under the old keys
+    assert v1.legacy_key == cell_key({k: v for k, v in v1.config.items() if k != "task"})
+
+
+def test_display_vocabulary_never_changes_a_key(composer):
+    base = ["task=toy", "seed=0"]
+    (plain,) = expand(composer(base), composer, base)
+    shown = [*base, "task.lead=complement", "task.curves.value.title=other"]
+    (relabelled,) = expand(composer(shown), composer, shown)
+    assert plain.key == relabelled.key
+
+
+def test_run_names_tell_apart_every_setting_the_sweep_varies(composer):
+    overrides = ["+exp=ablation", "algorithm=linucb", "dataset=simulation", "seeds=1"]
+    cells = expand(composer(overrides), composer, overrides)
+    labels = [c.label for c in cells]
+    assert len(set(labels)) == len(cells) == 4
+    assert "linucb/cdt/simulation/warmup_multiplier=0/restart_multiplier=1/seed0" in labels
+
+
+def test_a_bad_task_block_says_what_is_wrong():
+    with pytest.raises(TaskError, match="unknown key"):
+        parse_task({"name": "x", "groupz": []})
+    with pytest.raises(TaskError, match="task.name is missing"):
+        parse_task({"groups": []})
+    with pytest.raises(TaskError, match="whole number >= 1"):
+        parse_task({"name": "x", "result_version": 0})
+    with pytest.raises(TaskError, match="'lower', 'higher'"):
+        parse_task({"name": "x", "metrics": {"m": {"better": "smaller"}}})
+
+
+def _toy(tracking_uri: str, name: str, *extra: str) -> list[str]:
+    return [
+        "task=toy",
+        "horizon=40",
+        f"tracking.uri={tracking_uri}",
+        f"experiment.name={name}",
+        *extra,
+    ]
+
+
+def _sweep(composer, overrides, grid=None):
+    cfg = composer(overrides)
+    if grid is not None:
+        OmegaConf.update(cfg, "sweep.grid", grid, force_add=True)
+    out = io.StringIO()
+    result = run_sweep(cfg, composer, overrides, out=out)
+    return result, out.getvalue()
+
+
+def test_a_family_without_groups_sweeps_summarises_and_reports(
+    composer, tracking_uri, tmp_path, ray_local
+):
+    overrides = _toy(tracking_uri, "toyfam", "seeds=3")
+    result, out = _sweep(composer, overrides, {"toy.variant": ["a", "b"]})
+    assert result.finished == 6 and result.exit_code == 0
+    # One summary row per setting of the sweep, never pooled over the variant axis.
+    assert "Final value (final_value; mean, sd over seeds)" in out
+    assert "variant=a " in out and "variant=b " in out
+    table = result.table
+    assert {"curve_value", "curve_step", "hp_knob", "final_value"} <= set(table.columns)
+    assert not any("regret" in c for c in table.columns)
+
+    client = MlflowClient(tracking_uri)
+    runs = client.search_runs([client.get_experiment_by_name("toyfam").experiment_id])
+    cells = [r for r in runs if "cell_key" in r.data.tags]
+    assert sorted(r.info.run_name for r in cells)[:2] == ["variant=a/seed0", "variant=a/seed1"]
+    assert {"value", "final_value"} <= set(cells[0].data.metrics)
+    assert cells[0].data.params["task.name"] == "toy"
+
+    report = build_report("toyfam", tmp_path / "report", tracking_uri, conf_dir=CONF_DIR)
+    assert set(report.tables) == {"final_value", "runtime", "failed"}  # no compare axis: no pairs
+    assert [path for path, _ in report.figures] == ["figures/value.png", "figures/hp_knob.png"]
+    assert "cumulative value" in report.figures[0][1].lower()
+
+
+def test_each_run_records_the_code_that_made_it(composer, tracking_uri, ray_local):
+    _sweep(composer, _toy(tracking_uri, "provenance", "seeds=1"))
+    client = MlflowClient(tracking_uri)
+    (run,) = [
+        r
+        for r in client.search_runs([client.get_experiment_by_name("provenance").experiment_id])
+        if "cell_key" in r.data.tags
+    ]
+    tags = run.data.tags
+    assert tags["sweeper.version"] == "0.1.0"
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=CONF_DIR.parent, capture_output=True, text=True
+    )
+    expected = head.stdout.strip() if head.returncode == 0 else "unknown"
+    assert tags["mlflow.source.git.commit"] == expected
+    assert tags["sweeper.git_dirty"] in ("true", "false", "unknown")
+
+
+def test_a_bumped_result_version_recomputes_every_cell(composer, tracking_uri, ray_local):
+    first, _ = _sweep(composer, _toy(tracking_uri, "bump", "seeds=2"))
+    again, _ = _sweep(composer, _toy(tracking_uri, "bump", "seeds=2"))
+    bumped, _ = _sweep(composer, _toy(tracking_uri, "bump", "seeds=2", "task.result_version=2"))
+    assert (first.finished, again.skipped, bumped.finished, bumped.skipped) == (2, 2, 2, 0)
+
+
+def test_runs_stored_under_legacy_keys_are_carried_over(
+    composer, tracking_uri, monkeypatch, ray_local
+):
+    # An older sweeper keyed cells without their family: write a store as it did.
+    monkeypatch.setattr(Cell, "key", property(lambda self: self.legacy_key))
+    old, _ = _sweep(composer, _toy(tracking_uri, "legacy", "seeds=3"))
+    monkeypatch.undo()
+    assert old.finished == 3
+    resumed, out = _sweep(composer, _toy(tracking_uri, "legacy", "seeds=3"))
+    assert (resumed.skipped, resumed.finished, resumed.carried_over) == (3, 0, 3)
+    assert "3 finished run(s) stored under an older sweeper's cell keys carried over" in out
+
+    client = MlflowClient(tracking_uri)
+    experiment = client.get_experiment_by_name("legacy").experiment_id
+    cells = [r for r in client.search_runs([experiment]) if "cell_key" in r.data.tags]
+    assert len(cells) == 3 and all(r.info.status == "FINISHED" for r in cells)
+    assert all(r.data.tags[LEGACY_TAG] != r.data.tags["cell_key"] for r in cells)
+    assert set(resumed.table["cell_key"]) == {r.data.tags["cell_key"] for r in cells}
+    third, _ = _sweep(composer, _toy(tracking_uri, "legacy", "seeds=3"))
+    assert (third.skipped, third.carried_over) == (3, 0)  # now found under today's keys
