@@ -3,12 +3,14 @@
 Without ``+exp`` the same path runs ad hoc cells: ``python -m sweeper algorithm=linucb
 tuner=tl seed=1`` is one cell, and ``-m`` (Hydra multirun) runs a product of them.
 
-Exit status: 0 when every cell finished, 1 when any cell failed, 130 when interrupted
-(Ctrl-C or SIGTERM; rerun the same command to resume).
+Exit status: 0 when every cell finished, 1 when any cell failed, 2 for bad input (a
+one-paragraph message, no traceback unless HYDRA_FULL_ERROR=1; nothing ran), 130 when
+interrupted (Ctrl-C or SIGTERM; rerun the same command to resume).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 import hydra
@@ -28,7 +30,13 @@ def _compose(overrides: list[str]) -> DictConfig:
 @hydra.main(config_path="../conf", config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     hydra_cfg = HydraConfig.get()
-    result = run_sweep(cfg, _compose, list(hydra_cfg.overrides.task))
+    try:
+        result = run_sweep(cfg, _compose, list(hydra_cfg.overrides.task))
+    except ValueError as err:  # bad input: said once, before anything ran
+        if os.environ.get("HYDRA_FULL_ERROR") == "1":
+            raise
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
     if hydra_cfg.mode == RunMode.MULTIRUN:
         _EXIT_CODES.append(result.exit_code)  # the other jobs still run; exit at the end
         if result.interrupted:

@@ -33,6 +33,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from sweeper.cells import ORCHESTRATION_KEYS, TASK_KEY, Cell, cell_key, varying_keys
+from sweeper.errors import SweepError, whole_number
 from sweeper.task import Task, parse_task
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
@@ -96,10 +97,11 @@ def expand(
     interpolation; otherwise OmegaConf resolves each cell (slower, same result).
     """
     pinned = _pinned(cli_overrides)
+    _refuse_option_lists(pinned, conf_dir)
     seeds = cfg.get("seeds")
-    if seeds is not None and int(seeds) <= 0:
-        raise ValueError(f"seeds must be a positive count, got {seeds}")
-    seed_axis = list(range(int(seeds))) if seeds is not None else [int(cfg.seed)]
+    if seeds is not None:
+        seeds = whole_number(seeds, "seeds", 1, "seeds=N runs seeds 0..N-1")
+    seed_axis = list(range(seeds)) if seeds is not None else [whole_number(cfg.seed, "seed", 0)]
     grid = OmegaConf.select(cfg, "sweep.grid")
     sweep_grid = OmegaConf.to_container(grid, resolve=True) if grid is not None else None
     blocks = _pin(_blocks(sweep_grid), pinned, cfg, conf_dir)
@@ -236,6 +238,18 @@ def cell_config(cfg: DictConfig) -> dict[str, Any]:
     if isinstance(config.get(TASK_KEY), dict):
         config[TASK_KEY] = parse_task(config[TASK_KEY]).identity
     return config
+
+
+def _refuse_option_lists(pinned: Mapping[str, str], conf_dir: Path) -> None:
+    """``algorithm=[linucb,lints]`` makes Hydra merge both options into one config: refuse."""
+    for key, value in pinned.items():
+        if is_group(key, conf_dir) and value.strip().startswith("["):
+            options = value.strip()[1:-1]
+            raise SweepError(
+                f"{key}={value} selects several {key} options at once, which Hydra merges into "
+                f"one config. To run each of them, sweep the axis: python -m sweeper -m "
+                f"{key}={options}, or list them in an experiment's sweep.grid ({key}: {value})"
+            )
 
 
 def _key(override: str) -> str:

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -29,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sweeper.cells import Cell
+from sweeper.errors import SweepError, whole_number
 from sweeper.execute import Outcome, execute, node_label
 
 POLL_S = 0.5
@@ -70,10 +73,15 @@ def check_launcher(launcher: Mapping[str, Any]) -> None:
     strategy = launcher.get("scheduling_strategy")
     if strategy is not None and str(strategy) not in ("DEFAULT", "SPREAD"):
         raise ValueError(f"launcher.scheduling_strategy must be DEFAULT or SPREAD, got {strategy}")
-    for key in ("max_in_flight", "max_retries"):
-        value = launcher.get(key)
-        if value is not None and int(value) < (1 if key == "max_in_flight" else 0):
-            raise ValueError(f"launcher.{key} must be a non-negative count, got {value}")
+    for key, minimum in (("max_in_flight", 1), ("max_retries", 0)):
+        if launcher.get(key) is not None:
+            whole_number(launcher.get(key), f"launcher.{key}", minimum)
+    cpus = launcher.get("cpus_per_cell")
+    if cpus is not None and not (isinstance(cpus, int | float) and cpus > 0):
+        raise SweepError(f"launcher.cpus_per_cell must be a positive number of CPUs, got {cpus!r}")
+    address = launcher.get("address")
+    if address:
+        split_address(str(address))
 
 
 def launch(cells: Sequence[Cell], launcher: Mapping[str, Any]) -> Iterator[Event]:
@@ -139,23 +147,79 @@ def _launch_local(cells: Sequence[Cell], seconds: float | None) -> Iterator[Even
 # --- ray --------------------------------------------------------------------------------
 
 
+CONNECT_S = 3.0
+"""How long a cluster's address may take to accept a connection before the sweep gives up."""
+
+
+def split_address(address: str) -> tuple[str, int] | None:
+    """``host:port`` (optionally ``ray://host:port``) as a pair; None for ``local``/``auto``."""
+    if address in ("local", "auto"):
+        return None
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise SweepError(
+            f"launcher.address must be a Ray cluster's host:port (e.g. 127.0.0.1:6379, what "
+            f"`ray start --head` prints), or null for an embedded Ray; got {address!r}"
+        )
+    return host, int(port)
+
+
+def _check_reachable(address: str) -> None:
+    """Fail in seconds, not minutes of GCS retries, when nothing listens at ``address``."""
+    pair = split_address(address)
+    if pair is None:
+        return
+    try:
+        socket.create_connection(pair, timeout=CONNECT_S).close()
+    except OSError as err:
+        raise SweepError(
+            f"no Ray cluster answers at {address} (launcher.address or $RAY_ADDRESS): {err}. "
+            f"Start one there (ray start --head --port={pair[1]}), fix the address, or leave "
+            "launcher.address null (and unset RAY_ADDRESS) to run on an embedded Ray"
+        ) from None
+
+
 def init_ray(launcher: Mapping[str, Any]) -> None:
     """Join the cluster at ``launcher.address`` (or $RAY_ADDRESS), else start an embedded one.
 
     ``address="local"`` always starts a new instance, so a stale ``/tmp/ray`` session file
-    of a dead cluster is never joined by accident.
+    of a dead cluster is never joined by accident. A cluster that does not answer, or one
+    where no node has ``launcher.cpus_per_cell`` CPUs, is refused in seconds.
     """
     import ray
 
+    address = launcher.get("address") or os.environ.get("RAY_ADDRESS") or "local"
+    _check_reachable(str(address))
     if ray.is_initialized():
         return
-    address = launcher.get("address") or os.environ.get("RAY_ADDRESS") or "local"
     kwargs: dict[str, Any] = {"address": address, "log_to_driver": False}
     if address == "local":
         kwargs["include_dashboard"] = False
         if launcher.get("num_cpus"):
             kwargs["num_cpus"] = int(launcher["num_cpus"])
     ray.init(**kwargs)
+    check_fits(float(launcher.get("cpus_per_cell") or 1), embedded=address == "local")
+
+
+def check_fits(cpus_per_cell: float, embedded: bool) -> None:
+    """An embedded Ray never grows: refuse a cell no node of it can hold (it would wait for
+    ever). On a cluster an autoscaler may add bigger nodes, so this is only said."""
+    import ray
+
+    largest = max((n["Resources"].get("CPU", 0.0) for n in ray.nodes() if n["Alive"]), default=0)
+    if cpus_per_cell <= largest:
+        return
+    message = (
+        f"launcher.cpus_per_cell={cpus_per_cell:g} but the largest node has {largest:g} CPUs, "
+        "so no cell can start"
+    )
+    if embedded:
+        ray.shutdown()
+        raise SweepError(
+            f"{message}. Lower launcher.cpus_per_cell, or give the embedded Ray more CPUs "
+            "(launcher.num_cpus), or run on a cluster with bigger nodes (launcher.address)"
+        )
+    print(f"warning: {message} until the cluster adds a bigger node", file=sys.stderr)
 
 
 def _ray_cell(function: str, config: dict[str, Any]) -> Iterator[Any]:

@@ -27,13 +27,14 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from sweeper.cells import Cell, canonical_json
+from sweeper.errors import SweepError
 from sweeper.execute import Outcome
 from sweeper.grid import Composer, expand, task_of
 from sweeper.launch import check_launcher, init_ray, launch
 from sweeper.migrate import carry_over
 from sweeper.progress import Progress, format_duration
 from sweeper.task import GENERIC, Task
-from sweeper.tracking import IndexEntry, Tracker, now_ms
+from sweeper.tracking import IndexEntry, ResumeIndex, Tracker, now_ms
 from tasks.building import locate
 
 TABLE_FLUSH_EVERY = 50
@@ -105,12 +106,7 @@ def run_sweep(
     name = str(cfg.experiment.name)
     task = task_of(cfg)
     tracker = Tracker(cfg.tracking.get("uri"), name, task)
-    log_threads = _log_threads(cfg, tracker)
-    parents = tracker.sweep_parents()
-    parent = tracker.parent_run(
-        sweep_key(cells), OmegaConf.to_yaml(cfg), str(cfg.experiment.get("description") or "")
-    )
-    index = tracker.resume_index(parents)
+    index = tracker.resume_index()
     carried = carry_over(tracker, cells, index)
     rerun = bool(cfg.get("rerun"))
     known = {c.key: index.finished[c.key] for c in cells if c.key in index.finished}
@@ -120,12 +116,44 @@ def run_sweep(
         tracker.uri,
         len(cells),
         len(cells) - len(todo),
-        parent_run_id=parent,
         resume_command=_command(cli_overrides),
         carried_over=carried,
         task=task,
         settings={c.key: c.setting for c in cells},
     )
+    print(f"sweep '{name}': results go to {tracker.uri}", file=out)
+    if todo and cfg.launcher.get("name", "ray") == "ray":
+        try:  # before the parent run: a cluster that cannot be used leaves nothing behind
+            init_ray(cfg.launcher)
+        except KeyboardInterrupt:
+            result.interrupted, result.cancelled = True, len(todo)
+            print_summary(result, out)
+            return result
+    parent = tracker.parent_run(
+        sweep_key(cells), OmegaConf.to_yaml(cfg), str(cfg.experiment.get("description") or "")
+    )
+    result.parent_run_id = parent
+    try:
+        return _drive(cfg, tracker, cells, todo, index, result, started, out)
+    except BaseException as err:  # never leave the sweep RUNNING, whatever stopped it
+        tracker.settle_parent(parent, "KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED")
+        raise
+
+
+def _drive(
+    cfg: DictConfig,
+    tracker: Tracker,
+    cells: Sequence[Cell],
+    todo: Sequence[Cell],
+    index: ResumeIndex,
+    result: SweepResult,
+    started: float,
+    out: TextIO,
+) -> SweepResult:
+    """Reap, dispatch ``todo``, log each outcome as it arrives, end the parent run."""
+    parent, name, rerun = result.parent_run_id, result.experiment, bool(cfg.get("rerun"))
+    known = {c.key: index.finished[c.key] for c in cells if c.key in index.finished}
+    log_threads = _log_threads(cfg, tracker)
     result.reaped = len(tracker.reap(index.running, parent))
     rows, result.rebuilt_rows = _previous_rows(tracker, cells, known)
     print(
@@ -170,9 +198,7 @@ def run_sweep(
                 result.failed.append(failure)
                 progress.message(f"FAILED {cell.label}: {_first_line(failure.error)}")
 
-    if todo and cfg.launcher.get("name", "ray") == "ray":
-        init_ray(cfg.launcher)  # before the clock: cells/s measures dispatch, not start-up
-    dispatch_started = time.perf_counter()
+    dispatch_started = time.perf_counter()  # after Ray's start: cells/s measures dispatch
     try:
         with _graceful_stop(progress) as stop, closing(launch(todo, cfg.launcher)) as events:
             for event in events:
@@ -298,7 +324,7 @@ def validate(cells: Sequence[Cell]) -> None:
         try:
             check(cell.config)
         except Exception as err:
-            raise ValueError(f"invalid cell {cell.label}: {err}") from err
+            raise SweepError(f"invalid cell {cell.label}: {err}") from err
 
 
 def _previous_rows(

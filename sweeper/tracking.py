@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
+from urllib.request import urlopen
 
 import numpy as np
 import pandas as pd
@@ -46,6 +47,7 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunTag, ViewType
 
 from sweeper.cells import Cell, flatten
+from sweeper.errors import SweepError
 from sweeper.execute import Outcome
 from sweeper.provenance import code_tags
 from sweeper.task import GENERIC, Task
@@ -71,8 +73,45 @@ def downsample(curve: np.ndarray, points: int = CURVE_POINTS) -> tuple[np.ndarra
 
 
 def resolve_uri(uri: str | None) -> str:
-    """$MLFLOW_TRACKING_URI wins; else the configured URI (default: a local sqlite store)."""
-    return os.environ.get("MLFLOW_TRACKING_URI") or uri or "sqlite:///mlflow.db"
+    """The URI given (config or command line) wins; else $MLFLOW_TRACKING_URI; else a local
+    sqlite store in the working directory. (The config's default already reads the variable.)
+    """
+    return uri or os.environ.get("MLFLOW_TRACKING_URI") or "sqlite:///mlflow.db"
+
+
+SERVER_TIMEOUT_S = 3.0
+
+
+def check_store(uri: str) -> None:
+    """Refuse in seconds a store that cannot be used (minutes of retries otherwise): an
+    MLflow server that does not answer, a sqlite file in a directory that is missing or
+    cannot be written."""
+    scheme = uri.split(":", 1)[0]
+    if scheme in ("http", "https"):
+        try:
+            with urlopen(f"{uri.rstrip('/')}/health", timeout=SERVER_TIMEOUT_S):
+                return
+        except (OSError, ValueError) as err:
+            raise SweepError(
+                f"no MLflow tracking server answers at {uri} (tracking.uri): {err}. Start it "
+                "(mlflow server --host HOST --port PORT ...), fix tracking.uri, or use a local "
+                "store (tracking.uri=sqlite:///mlflow.db)"
+            ) from None
+    if scheme != "sqlite" or not uri.startswith("sqlite:///"):
+        return
+    path = Path(uri.removeprefix("sqlite:///"))
+    if path.exists():
+        if not os.access(path, os.R_OK | os.W_OK):
+            raise SweepError(f"the MLflow store {path} (tracking.uri) cannot be read and written")
+        return
+    try:
+        with tempfile.NamedTemporaryFile(dir=path.parent or "."):
+            pass
+    except OSError as err:
+        raise SweepError(
+            f"cannot create the MLflow store {path} (tracking.uri={uri}): {err.strerror or err}. "
+            "Point tracking.uri at a writable directory (e.g. tracking.uri=sqlite:///mlflow.db)"
+        ) from None
 
 
 def now_ms() -> int:
@@ -159,6 +198,7 @@ class Tracker:
         # MLflow prints a "View run at <url>" line per run on an HTTP server: not per cell.
         os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
         self.uri = resolve_uri(uri)
+        check_store(self.uri)
         self.client = MlflowClient(tracking_uri=self.uri)
         self.experiment_name = experiment
         self.task = task
@@ -309,6 +349,14 @@ class Tracker:
                 run_id, "summary.json", json.dumps(details, indent=2, default=str).encode()
             )
         self.client.set_terminated(run_id, status or ("FAILED" if failed else "FINISHED"))
+
+    def settle_parent(self, run_id: str, status: str) -> None:
+        """End the parent run of a sweep that stopped abnormally; best effort (the store
+        itself may be what failed: then the next start settles it)."""
+        try:
+            self.client.set_terminated(run_id, status)
+        except Exception:  # noqa: BLE001 - nothing more to do; the original error follows
+            pass
 
     def write_cells_table(self, run_id: str, table: pd.DataFrame, until: int | None = None) -> None:
         """Replace the parent's ``cells.parquet``; then move its ``table_until`` mark.

@@ -18,8 +18,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", help="output directory (default: reports/NAME)")
     parser.add_argument(
         "--tracking-uri",
-        help="MLflow tracking URI when $MLFLOW_TRACKING_URI is unset "
-        "(default: sqlite:///mlflow.db in the working directory)",
+        help="the MLflow tracking URI (it wins over $MLFLOW_TRACKING_URI; default: that "
+        "variable, else sqlite:///mlflow.db in the working directory)",
     )
     parser.add_argument(
         "--reference",

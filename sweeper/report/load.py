@@ -25,9 +25,10 @@ import pandas as pd
 import yaml
 from mlflow import MlflowClient
 
+from sweeper.errors import SweepError
 from sweeper.grid import CONF_DIR
 from sweeper.task import Task, task_of_config
-from sweeper.tracking import CELLS_TABLE, number_or_none, search_all
+from sweeper.tracking import CELLS_TABLE, check_store, number_or_none, search_all
 
 MAX_INDEX_PARENTS = 16
 """Past this many sweeps in one experiment, one search of all cell runs replaces the
@@ -69,6 +70,10 @@ def client_for(uri: str) -> MlflowClient:
                 "first (python -m sweeper +exp=NAME) or point --tracking-uri or "
                 "$MLFLOW_TRACKING_URI at the store that holds it"
             )
+    try:
+        check_store(uri)
+    except SweepError as err:
+        raise ReportError(str(err).replace("tracking.uri", "--tracking-uri")) from None
     return MlflowClient(tracking_uri=uri)
 
 

@@ -23,11 +23,14 @@ def spec_name(spec: Mapping[str, Any]) -> str:
 
 
 def horizon_of(config: Mapping[str, Any]) -> int:
-    """T from the config, refused early when it is not a positive number of rounds."""
-    horizon = int(config["horizon"])
-    if horizon <= 0:
-        raise ValueError(f"horizon must be a positive number of rounds, got {horizon}")
-    return horizon
+    """T from the config, refused early when it is not a positive whole number of rounds."""
+    value = config["horizon"]
+    whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    if isinstance(value, bool) or not whole or value <= 0:
+        raise ValueError(
+            f"horizon must be a positive whole number of rounds (horizon=T), got {value!r}"
+        )
+    return int(value)
 
 
 class StateTrace:

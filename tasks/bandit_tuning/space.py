@@ -23,6 +23,12 @@ class Hyperparameter:
     candidates: tuple[float, ...] = field(default=DEFAULT_CANDIDATES)
 
     def __post_init__(self) -> None:
+        if len(self.interval) != 2:
+            raise ValueError(
+                f"hyperparameter '{self.name}': an interval is two numbers [low, high], the "
+                f"range a continuous tuner searches (e.g. space.interval=[0.1,5]); got "
+                f"{list(self.interval)}"
+            )
         low, high = self.interval
         if not low < high:
             raise ValueError(

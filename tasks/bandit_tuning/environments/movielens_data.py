@@ -204,6 +204,13 @@ def fetch_from_recbole_wheel(cache: str | Path | None = None) -> Path:
 # --------------------------------------------------------------------------- reading
 
 
+def _shown(line: str) -> str:
+    """A line quoted for an error message: at most 80 characters, never binary noise."""
+    if any(not (c.isprintable() or c == "\t") for c in line[:200]):
+        return "(binary data, not text)"
+    return repr(line[:80])
+
+
 def _bad_line(payload: bytes, source: Path, header: bool) -> str:
     """The first line that is not four tab-separated integers (slow; only on errors)."""
     for number, line in enumerate(payload.decode("utf-8", "replace").splitlines(), start=1):
@@ -211,11 +218,11 @@ def _bad_line(payload: bytes, source: Path, header: bool) -> str:
             continue
         fields = line.split("\t")
         if len(fields) != 4:
-            return f"line {number} has {len(fields)} tab-separated fields, not 4: {line[:80]!r}"
+            return f"line {number} has {len(fields)} tab-separated fields, not 4: {_shown(line)}"
         try:
             [float(field) for field in fields]
         except ValueError:
-            return f"line {number} is not four numbers: {line[:80]!r}"
+            return f"line {number} is not four numbers: {_shown(line)}"
     return "the file could not be parsed"
 
 
@@ -229,7 +236,7 @@ def _parse(payload: bytes, source: Path) -> Ratings:
         names = tuple(field.split(":")[0] for field in first.split("\t"))
         if names != RECBOLE_COLUMNS:
             raise DatasetFormatError(
-                f"{source} starts with the header {first!r}; expected u.data (no header: user, "
+                f"{source} starts with {_shown(first)}; expected u.data (no header: user, "
                 f"movie, rating, timestamp, tab-separated) or RecBole's atomic header with "
                 f"columns {', '.join(RECBOLE_COLUMNS)}"
             )

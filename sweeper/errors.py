@@ -1,0 +1,24 @@
+"""The orchestrator's own errors: bad input or an unusable setting, said in one paragraph.
+
+The command line prints these without a traceback (``HYDRA_FULL_ERROR=1`` shows it) and
+exits with status 2; nothing has run and nothing is left RUNNING when one is raised.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class SweepError(ValueError):
+    """A setting that cannot work: the message names it and says how to fix it."""
+
+
+def whole_number(value: Any, key: str, minimum: int, meaning: str = "") -> int:
+    """``value`` as an int >= ``minimum``, else a SweepError naming ``key``."""
+    ok = isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        value, ok = int(value), True
+    if not ok or value < minimum:
+        what = f" ({meaning})" if meaning else ""
+        raise SweepError(f"{key} must be a whole number, at least {minimum}{what}; got {value!r}")
+    return int(value)
