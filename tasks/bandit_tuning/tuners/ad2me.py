@@ -26,11 +26,12 @@ class AdaptiveDiscretization:
     (lines 3-8); pull argmax mu_hat(a) + 2 xi_t(a) (Eq. 11), with
     xi_t(a) = sqrt(log(2 t^1.5 / delta^0.5) / n_t(a)) (Eq. 9) and n_t the dynamic weight.
 
-    The covering check: only the pulled arm's interval can shrink between rounds (every
-    other n(a) stays or decays and log t grows), as Remark 4.2 observes; the check here
-    sweeps the active arms in sorted order (O(|A_t|), the same order as the argmax of Eq.
-    11) instead of comparing the pulled arm with its two neighbours only, because a gap that
-    a wide interval used to cover need not be next to the arm that shrank.
+    The covering check (line 6, Eq. 10) sweeps the covering intervals sorted by their LEFT
+    ends, which is right for any widths (sorting the arms by position is not: a wide
+    interval centred far right can cover a point left of a narrow one). O(|A_t| log |A_t|),
+    the order of the argmax of Eq. 11 up to the log; it looks at every arm, not only the
+    pulled arm's neighbours, because a gap that a wide interval used to cover need not be
+    next to the arm that shrank.
     """
 
     def __init__(
@@ -46,7 +47,6 @@ class AdaptiveDiscretization:
         self.delta = float(failure_probability)
         self.positions = np.zeros(8)
         self.fresh = np.zeros(8, dtype=bool)  # activated and not pulled since: xi = +inf
-        self.order = np.zeros(0, dtype=np.int64)  # active arms sorted by position
         self.rng = rng
         self.t = 0
         self.last = -1
@@ -68,9 +68,11 @@ class AdaptiveDiscretization:
         """A point of [0, 1] outside every covering interval, or None (Eq. 10 holds)."""
         if self.n_arms == 0:
             return 0.5
-        xi = self.widths(t)[self.order]
-        pos = self.positions[self.order]
+        xi = self.widths(t)
+        pos = self.positions[: self.n_arms]
         left, right = pos - xi, pos + xi
+        order = np.argsort(left, kind="stable")
+        left, right = left[order], right[order]
         reach = np.maximum.accumulate(right)
         starts = np.concatenate([[0.0], reach[:-1]])  # how far [0, 1] is covered before arm i
         gaps = np.flatnonzero(left > starts)
@@ -88,7 +90,6 @@ class AdaptiveDiscretization:
             self.fresh = np.concatenate([self.fresh, np.zeros(len(self.fresh), dtype=bool)])
         self.positions[arm] = point
         self.fresh[arm] = True
-        self.order = np.argsort(self.positions[: arm + 1], kind="stable")
 
     def select(self) -> float:
         self.t += 1
