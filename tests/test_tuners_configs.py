@@ -12,6 +12,7 @@ TUNERS = [
     "theory",
     "fixed",
     "op",
+    "op_released",
     "tl",
     "tl_combined",
     "syndicated",
@@ -52,8 +53,9 @@ def test_tuner_runs_a_short_cell(composer, tuner, tuned):
     warmup = result["summary"]["warmup_rounds"]
     assert values.shape == (200, len(result["trace"]["names"]))
     assert np.all(np.isnan(values[:warmup])) and np.all(np.isfinite(values[warmup:]))
-    if tuner in CONTINUUM:  # they search the box [0.1, 5]^p; the others a candidate set
-        assert np.all((values[warmup:] >= 0.1 - 1e-12) & (values[warmup:] <= 5 + 1e-12))
+    if tuner in CONTINUUM:  # they search the box [0.1, 5]^p (released: its own [0, 4])
+        low, high = (0.0, 4.0) if tuner == "cdt_released" else (0.1, 5.0)
+        assert np.all((values[warmup:] >= low - 1e-12) & (values[warmup:] <= high + 1e-12))
     assert np.isfinite(result["summary"]["final_regret"])
     if tuner in ZOOMING:
         assert np.nanmax(result["trace"]["active_arms"]) >= 1

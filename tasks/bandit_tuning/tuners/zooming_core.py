@@ -51,7 +51,8 @@ class ZoomingCore:
     (the rest of A is then covered one activation per round); ``gap_rule='released'``
     (p = 1) activates the midpoint of the gap at the left edge of [0, 1] first, then the one
     at the right edge, then the leftmost inner gap (``check_1d`` of the released code)
-    instead of the midpoint of the widest gap.
+    instead of the midpoint of the widest gap (for p > 1 the widest rule stays: the
+    released ``check_2d`` tests nine fixed vertices only and is not ported).
 
     Covering is tracked exactly and cheaply: between rounds only the pulled arm's ball
     shrinks (a removal takes B(u, r(u)) out of A_0 together with the ball), so A_0 stays
@@ -84,11 +85,6 @@ class ZoomingCore:
             raise ValueError(f"unknown zooming rule '{rule}'; choose one of {RULES}")
         if gap_rule not in GAP_RULES:
             raise ValueError(f"unknown gap_rule '{gap_rule}'; choose one of {GAP_RULES}")
-        if gap_rule == "released" and dim != 1:
-            raise ValueError(
-                f"gap_rule='released' is the released code's one-dimensional check_1d; got "
-                f"{dim} hyperparameters: use gap_rule='widest' or tune one hyperparameter"
-            )
         lo, hi = (float(v) for v in start_range)
         if not 0.0 <= lo <= hi <= 1.0:
             raise ValueError(
@@ -324,7 +320,7 @@ class ZoomingCore:
             if point is None:
                 self.pending.pop()
                 continue
-            if self.gap_rule == "released":
+            if self.gap_rule == "released" and self.dim == 1:
                 return self._released_gap(point)
             return point
         return None
