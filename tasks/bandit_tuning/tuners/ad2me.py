@@ -59,16 +59,18 @@ class AdaptiveDiscretization:
         """xi_t(a) of Eq. 9; +inf with no weight, or since activation (line 7)."""
         k = self.n_arms
         n = self.estimator.counts[:k]
-        log_term = math.log(2.0 * t**1.5 / self.delta**0.5)
-        with np.errstate(divide="ignore"):
-            xi = np.where(n > 0, np.sqrt(log_term / np.where(n > 0, n, 1.0)), np.inf)
-        return np.where(self.fresh[:k], np.inf, xi)
+        xi = np.full(k, np.inf)
+        weighted = (n > 0) & ~self.fresh[:k]
+        xi[weighted] = np.sqrt(math.log(2.0 * t**1.5 / self.delta**0.5) / n[weighted])
+        return xi
 
     def uncovered_point(self, t: int) -> float | None:
         """A point of [0, 1] outside every covering interval, or None (Eq. 10 holds)."""
+        return self._gap(self.widths(t))
+
+    def _gap(self, xi: np.ndarray) -> float | None:
         if self.n_arms == 0:
             return 0.5
-        xi = self.widths(t)
         pos = self.positions[: self.n_arms]
         left, right = pos - xi, pos + xi
         order = np.argsort(left, kind="stable")
@@ -92,13 +94,20 @@ class AdaptiveDiscretization:
         self.fresh[arm] = True
 
     def select(self) -> float:
+        """Lines 3-9: activate a point if [0, 1] is not covered, then argmax of Eq. 11; an arm
+        with infinite width (fresh, or no weight left) scores +inf."""
         self.t += 1
-        point = self.uncovered_point(self.t)
+        xi = self.widths(self.t)
+        point = self._gap(xi)
         if point is not None:
             self.activate(point)
+            xi = np.append(xi, np.inf)
         k = self.n_arms
-        means = np.where(self.fresh[:k], 0.0, self.estimator.means())
-        self.last = int(np.argmax(means + 2.0 * self.widths(self.t)))
+        n = self.estimator.counts[:k]
+        finite = np.isfinite(xi)
+        score = np.full(k, np.inf)
+        score[finite] = self.estimator.sums[:k][finite] / n[finite] + 2.0 * xi[finite]
+        self.last = int(np.argmax(score))
         return float(self.positions[self.last])
 
     def update(self, reward: float) -> None:

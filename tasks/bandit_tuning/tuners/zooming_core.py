@@ -286,27 +286,33 @@ class ZoomingCore:
     def _mark_shrink(self, center: np.ndarray, old: float, new: float) -> None:
         """Only B(v, old) \\ B(v, new) can have lost cover: keep its box for the next check,
         unless a cheap test shows every piece of it still inside one ball."""
+        if self.dim == 1:  # scalars: this runs every round, on a handful of arms
+            c = float(center[0])
+            lo, hi = max(c - old, 0.0), min(c + old, 1.0)
+            pieces = [(a, b) for a, b in ((lo, c - new), (c + new, hi)) if b > a]
+            if not pieces or self._pieces_inside_balls(pieces):
+                return
+            self.pending.append((np.array([lo]), np.array([hi])))
+            return
         lo = np.maximum(center - old, 0.0)
         hi = np.minimum(center + old, 1.0)
         if (center - new <= lo).all() and (center + new >= hi).all():
             return  # the shrunken ball still holds the whole region it covered
-        if self.dim == 1:
-            c = float(center[0])
-            pieces = [(float(lo[0]), c - new), (c + new, float(hi[0]))]
-            pieces = [(a, b) for a, b in pieces if b > a]
-            if all(self._inside_one_ball(a, b) for a, b in pieces):
-                return
         self.pending.append((lo, hi))
 
-    def _inside_one_ball(self, a: float, b: float) -> bool:
-        """p = 1: whether [a, b] lies in one active or removed interval (a sufficient test)."""
-        c, r = self.centers[: self.m, 0], self.radius[: self.m]
-        if ((c - r <= a) & (c + r >= b)).any():
-            return True
-        if len(self.removed_radii):
-            c, r = self.removed_centers[:, 0], self.removed_radii
-            return bool(((c - r <= a) & (c + r >= b)).any())
-        return False
+    def _pieces_inside_balls(self, pieces: list[tuple[float, float]]) -> bool:
+        """p = 1: whether each interval [a, b] lies inside one active or removed interval (a
+        sufficient test for cover; plain Python, as the active set is a handful of arms)."""
+        m = self.m
+        centers = self.centers[:m, 0].tolist() + self.removed_centers[:, 0].tolist()
+        radii = self.radius[:m].tolist() + self.removed_radii.tolist()
+        for a, b in pieces:
+            for c, r in zip(centers, radii, strict=True):
+                if c - r <= a and c + r >= b:
+                    break
+            else:
+                return False
+        return True
 
     def activation_point(self) -> np.ndarray | None:
         """Line 7: a point of A_0 in no active ball, or None when A_0 is covered.
