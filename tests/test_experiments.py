@@ -65,7 +65,11 @@ def _cells(composer, name: str, *extra: str):
 
 def test_a_misspelled_option_in_a_grid_is_reported():
     spec = OmegaConf.create(
-        {"sweep": {"grid": [{"tuner": ["cdtt", "op"]}, {"algorithm": ["linucb"], "dataset": ["x"]}]}}
+        {
+            "sweep": {
+                "grid": [{"tuner": ["cdtt", "op"]}, {"algorithm": ["linucb"], "dataset": ["x"]}]
+            }
+        }
     )
     assert unknown_options(spec) == ["dataset/x", "tuner/cdtt"]
     for name in FULL_SIZE:

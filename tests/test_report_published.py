@@ -32,6 +32,8 @@ def papers_directory() -> Path:
         "compare the published numbers with the papers' text, so put the papers (shared/ of "
         "the project) next to the clone"
     )
+
+
 ALGORITHMS = {"linucb", "lints", "ucb_glm", "glm_tsl", "laplace_ts", "gloc", "sgd_ts"}
 TUNERS = {"theory", "fixed", "op", "tl", "tl_combined", "syndicated", "cdt"}
 

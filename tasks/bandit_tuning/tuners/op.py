@@ -53,4 +53,7 @@ class OP(Tuner):
         self.failures[self.last] += 1.0 - success
 
     def params(self) -> dict[str, float | str]:
-        return {"op.tuned": self.space[self.target].name, "op.candidates": str(list(self.candidates))}
+        params: dict[str, float | str] = {"op.tuned": self.space[self.target].name}
+        if self.candidate_override is not None:
+            params["op.candidates"] = str(list(self.candidates))
+        return params
