@@ -70,6 +70,12 @@ def test_cdt_released_is_the_released_index_beside_the_papers_cdt(composer):
     result = run_cell(config)
     assert result["summary"]["warmup_rounds"] == 30
     assert result["params"]["zooming.ts_scale"] == pytest.approx(np.sqrt(13.0))
+    # HEAD d67bc02: H = T (no restart), r over ln T of the whole horizon, rate 4x on [0, 4],
+    # the first point uniform in [0.3, 0.7] of the unit box
+    assert result["params"]["T2"] == 2000 and np.nanmax(result["trace"]["restarts"]) == 0
+    assert result["params"]["zooming.radius_1"] == pytest.approx(np.sqrt(6.5 * np.log(2000)))
+    rates = result["trace"]["values"][30:, 0]
+    assert 4 * 0.3 <= rates[0] <= 4 * 0.7 and rates.min() >= 0 and rates.max() <= 4
     paper = run_cell(
         cell_config(composer(["tuner=cdt", "algorithm=linucb", "horizon=2000", "seed=1"]))
     )
