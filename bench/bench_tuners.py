@@ -64,6 +64,31 @@ LINUCB_ROWS: list[tuple[str, list[str]]] = [
 ]
 
 
+RELEASED_ROWS: list[tuple[str, list[str]]] = [
+    ("cdt", ["tuner=cdt"]),
+    ("cdt_released", ["tuner=cdt_released"]),
+    ("op (C1)", ["tuner=op"]),
+    ("op_released ({0.5, 1, 3, 5, 7})", ["tuner=op_released"]),
+    ("theory (delta 0.1)", ["tuner=theory"]),
+    ("theory (delta 0.05, released)", ["tuner=theory", "algorithm.confidence=0.05"]),
+    ("fixed 0.5", ["tuner=fixed", "tuner.value=0.5"]),
+    ("fixed 1", ["tuner=fixed", "tuner.value=1.0"]),
+]
+"""Issue #16 item 2: the paper's CDT, the released code's (HEAD d67bc02) and their baselines."""
+
+OVERHEAD_ROWS: list[tuple[str, list[str]]] = [
+    ("op", ["tuner=op"]),
+    ("cdt", ["tuner=cdt"]),
+    ("cdt_released", ["tuner=cdt_released"]),
+    ("zooming", ["tuner=zooming"]),
+    ("zooming_ts_double_restart", ["tuner=zooming_ts_double_restart"]),
+    ("oracle", ["tuner=oracle"]),
+    ("sd2me", ["tuner=sd2me"]),
+    ("ad2me", ["tuner=ad2me"]),
+]
+"""Issue #16 item 4: every continuum tuner's cell time against OP's on the same cell."""
+
+
 def linucb_common(horizon: int) -> list[str]:
     """LinUCB on the simulation, CDT's box [0.1, 5] and the candidate set C1 (003 Sec. 5)."""
     return [
@@ -199,6 +224,56 @@ def measure(rows, common: list[str], seeds: int, pool) -> dict[str, dict[str, An
     return out
 
 
+def paired_lines(results, reference: str) -> list[str]:
+    ref = results[reference]["regret"]
+    lines = ["| tuner | mean of (tuner - " + reference + ") | s.e. |", "|---|---|---|"]
+    for label, r in results.items():
+        if label == reference:
+            continue
+        diff = r["regret"] - ref
+        se = diff.std(ddof=1) / math.sqrt(len(diff)) if len(diff) > 1 else 0.0
+        lines.append(f"| {label} | {diff.mean():+.1f} | {se:.1f} |")
+    return lines
+
+
+def measure_overhead(horizon: int, repeats: int) -> list[str]:
+    """Cell time of each continuum tuner over OP's, in this one process, rows interleaved.
+
+    Each repeat runs every row once on seed 0 in a fresh order (a rotation), so a change of
+    the machine's load hits all rows alike; the ratio is the median over repeats of
+    (tuner's cell time / OP's cell time in the same repeat).
+    """
+    configs = {
+        label: compose_cell([*linucb_common(horizon), *overrides, "seed=0"])
+        for label, overrides in OVERHEAD_ROWS
+    }
+    labels = list(configs)
+    times: dict[str, list[float]] = {label: [] for label in labels}
+    for repeat in range(repeats):
+        order = labels[repeat % len(labels) :] + labels[: repeat % len(labels)]
+        for label in order:
+            started = time.perf_counter()
+            locate(configs[label]["cell"])(configs[label])
+            times[label].append(time.perf_counter() - started)
+    ratios = {
+        label: float(np.median(np.array(times[label]) / np.array(times["op"]))) for label in labels
+    }
+    lines = [
+        f"## Per-cell cost of the continuum tuners against OP (LinUCB, simulation, T={horizon})",
+        "",
+        f"Issue #16 item 4. One process, {repeats} repeats, rows interleaved (rotated order), "
+        "seed 0; ratio = median over repeats of the tuner's cell time over OP's in the same "
+        "repeat. Target: every ratio <= 1.20.",
+        "",
+        "| tuner | median cell time s | ratio to OP |",
+        "|---|---|---|",
+    ]
+    for label in labels:
+        lines.append(f"| {label} | {np.median(times[label]):.2f} | {ratios[label]:.2f} |")
+        print(f"{label:30s} {np.median(times[label]):.2f}s ratio {ratios[label]:.2f}", flush=True)
+    return [*lines, ""]
+
+
 def table(results, reference: str, paper: dict[str, float | None] | None = None) -> list[str]:
     ref = results[reference]["regret"] if reference in results else None
     head = "| tuner | mean final regret | std | wins vs " + reference + " | runtime s/cell |"
@@ -225,7 +300,15 @@ HEADER = [
     "seeds; the runtimes depend on the machine's load when each part ran (see the notes).",
     "",
 ]
-PARTS = ("linucb", "sensitivity", "lipschitz", "released", "notes")  # notes: written by hand, kept
+PARTS = (
+    "linucb",
+    "paired100",
+    "overhead",
+    "sensitivity",
+    "lipschitz",
+    "released",
+    "notes",
+)  # notes: written by hand, kept
 
 
 def write_sections(out: Path, sections: dict[str, list[str]]) -> None:
@@ -248,7 +331,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--part",
-        choices=["all", "linucb", "sensitivity", "lipschitz", "released"],
+        choices=["all", "linucb", "paired100", "overhead", "sensitivity", "lipschitz", "released"],
         default="all",
     )
     parser.add_argument("--seeds", type=int, default=10)
@@ -258,6 +341,8 @@ def main() -> None:
     parser.add_argument("--layout-seed", type=int, default=0)
     parser.add_argument("--released-seeds", type=int, default=10)
     parser.add_argument("--released-horizons", type=int, nargs="+", default=[12000, 30000, 90000])
+    parser.add_argument("--paired-seeds", type=int, default=100)
+    parser.add_argument("--overhead-repeats", type=int, default=5)
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
@@ -277,6 +362,28 @@ def main() -> None:
                 *table(results, "cdt", PAPER_LINUCB),
                 "",
             ]
+        if args.part in ("all", "paired100"):
+            results = measure(RELEASED_ROWS, linucb_common(args.horizon), args.paired_seeds, pool)
+            sections["paired100"] = [
+                f"## The paper's CDT, the released code's and their baselines: LinUCB, simulation, "
+                f"T={args.horizon}, {args.paired_seeds} paired seeds",
+                "",
+                "Issue #16 item 2. `cdt`: 000/003 Algorithms 1-2 as written (box [0.1, 5]); "
+                "`cdt_released`: the authors' code at HEAD d67bc02 (box [0, 4], no restart, "
+                "first point in [0.3, 0.7], released gap rule, 30 warm-up rounds); OP over C1 and "
+                "over the released script's {0.5, 1, 3, 5, 7}; Theory with delta 0.1 (ours) and "
+                "0.05 (released run.py), S = 1 in both (the released script's thetan = 1).",
+                "",
+                *table(results, "cdt"),
+                "",
+                "Mean paired difference to `cdt` (negative: lower regret than cdt), with its "
+                "standard error:",
+                "",
+                *paired_lines(results, "cdt"),
+                "",
+            ]
+        if args.part in ("all", "overhead"):
+            sections["overhead"] = measure_overhead(args.horizon, args.overhead_repeats)
         if args.part in ("all", "sensitivity"):
             results = measure(sensitivity_rows(), linucb_common(args.horizon), args.seeds, pool)
             sections["sensitivity"] = [

@@ -153,10 +153,10 @@ def test_every_dataset_config_composes_and_builds(composer):
 @pytest.mark.parametrize(
     ("dataset", "d", "k", "noise"),
     [
-        ("simulation", 25, 120, 0.5),
-        ("simulation_grid", 10, 120, 0.5),
-        ("simulation_lipschitz_check", 6, 60, 0.5),
-        ("simulation_syndicated", 10, 100, 0.1),
+        ("simulation", 25, 120, 0.5),  # N(0, 0.25): the papers' N(m, v) is a variance
+        ("simulation_grid", 10, 120, 0.5**0.5),  # N(x'theta*, 0.5)
+        ("simulation_lipschitz_check", 6, 60, 0.5**0.5),
+        ("simulation_syndicated", 10, 100, 0.1**0.5),  # 002: N(mu, 0.1)
     ],
 )
 def test_simulation_configs_hold_the_papers_settings(composer, dataset, d, k, noise):

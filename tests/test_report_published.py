@@ -18,15 +18,32 @@ from sweeper.report.tables import metric_table
 from tasks.bandit_tuning.published import DISPLAY_NAMES, PUBLISHED, TABLES, Published
 from tests.report_helpers import BANDIT
 
-PAPERS = Path("/work/shared/papers")
+REPOSITORY = Path(__file__).resolve().parents[1]
+
+
+def papers_directory() -> Path:
+    """``shared/papers`` beside the clone (CI clones the repository with ``shared/`` next to
+    it), or beside a parent directory of it (a worktree nested one level deeper)."""
+    for parent in REPOSITORY.parents:
+        candidate = parent / "shared" / "papers"
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(
+        f"no shared/papers directory beside {REPOSITORY} or any parent of it: these tests "
+        "compare the published numbers with the papers' text, so put the papers (shared/ of "
+        "the project) next to the clone"
+    )
+
+
 ALGORITHMS = {"linucb", "lints", "ucb_glm", "glm_tsl", "laplace_ts", "gloc", "sgd_ts"}
 TUNERS = {"theory", "fixed", "op", "tl", "tl_combined", "syndicated", "cdt"}
 
 
 def _paper(prefix: str) -> str:
-    found = sorted(PAPERS.glob(f"{prefix}_*.txt"))
+    papers = papers_directory()
+    found = sorted(papers.glob(f"{prefix}_*.txt"))
     if not found:
-        pytest.skip(f"paper {prefix} is not available here")
+        pytest.fail(f"paper {prefix} is missing from {papers}: the test cannot check its numbers")
     return found[0].read_text()
 
 

@@ -313,5 +313,8 @@ def test_only_the_oracle_restarts_on_notify_change():
             tuner.propose(t)
             tuner.observe(0.5)
         tuner.notify_change()
-    assert oracle.restarts == 1 and oracle.core.counts[: oracle.core.m].sum() == 0
+    # a restarted epoch holds only line 3's pseudo-observations: n = 1, f_hat = 0 per arm
+    core = oracle.core
+    assert oracle.restarts == 1 and core.counts[: core.m].tolist() == [1.0] * core.m
+    assert core.means[: core.m].tolist() == [0.0] * core.m
     assert zooming.restarts == 0 and zooming.core.counts[: zooming.core.m].sum() == 199

@@ -12,6 +12,7 @@ TUNERS = [
     "theory",
     "fixed",
     "op",
+    "op_released",
     "tl",
     "tl_combined",
     "syndicated",
@@ -52,8 +53,9 @@ def test_tuner_runs_a_short_cell(composer, tuner, tuned):
     warmup = result["summary"]["warmup_rounds"]
     assert values.shape == (200, len(result["trace"]["names"]))
     assert np.all(np.isnan(values[:warmup])) and np.all(np.isfinite(values[warmup:]))
-    if tuner in CONTINUUM:  # they search the box [0.1, 5]^p; the others a candidate set
-        assert np.all((values[warmup:] >= 0.1 - 1e-12) & (values[warmup:] <= 5 + 1e-12))
+    if tuner in CONTINUUM:  # they search the box [0.1, 5]^p (released: its own [0, 4])
+        low, high = (0.0, 4.0) if tuner == "cdt_released" else (0.1, 5.0)
+        assert np.all((values[warmup:] >= low - 1e-12) & (values[warmup:] <= high + 1e-12))
     assert np.isfinite(result["summary"]["final_regret"])
     if tuner in ZOOMING:
         assert np.nanmax(result["trace"]["active_arms"]) >= 1
@@ -68,6 +70,12 @@ def test_cdt_released_is_the_released_index_beside_the_papers_cdt(composer):
     result = run_cell(config)
     assert result["summary"]["warmup_rounds"] == 30
     assert result["params"]["zooming.ts_scale"] == pytest.approx(np.sqrt(13.0))
+    # HEAD d67bc02: H = T (no restart), r over ln T of the whole horizon, rate 4x on [0, 4],
+    # the first point uniform in [0.3, 0.7] of the unit box
+    assert result["params"]["T2"] == 2000 and np.nanmax(result["trace"]["restarts"]) == 0
+    assert result["params"]["zooming.radius_1"] == pytest.approx(np.sqrt(6.5 * np.log(2000)))
+    rates = result["trace"]["values"][30:, 0]
+    assert 4 * 0.3 <= rates[0] <= 4 * 0.7 and rates.min() >= 0 and rates.max() <= 4
     paper = run_cell(
         cell_config(composer(["tuner=cdt", "algorithm=linucb", "horizon=2000", "seed=1"]))
     )

@@ -32,36 +32,44 @@ def slow_uncovered(core: ZoomingCore, points: np.ndarray) -> np.ndarray:
 
 
 def run_rounds(core: ZoomingCore, rounds: int, seed: int, check_every: int, fine: np.ndarray):
+    """Play rounds; every ``check_every`` rounds compare, after the removal step, the exact
+    whole-space check and the obvious grid check with what ``select`` then does."""
     rng = np.random.default_rng(seed)
     for t in range(rounds):
         core.remove_dominated()
+        check = t % check_every == 0
+        if check:
+            exact = core.uncovered_point()  # over all of A, not only the pending boxes
+            missing = slow_uncovered(core, fine)
+            if exact is None:
+                assert not missing.any()  # the obvious check agrees: A_0 is covered
+            else:
+                assert slow_uncovered(core, exact[None])[0]
+        m, activations = core.m, core.activations
         point = core.select()
+        if check:  # line 7: an activation iff A_0 is not covered, and at most one
+            assert core.activations - activations == (exact is not None)
+            assert core.m - m == (exact is not None)
         core.update(lipschitz_reward(point, rng))
-        if t % check_every == 0:
+        if check:
             yield t
 
 
 @pytest.mark.parametrize("tau0", [0.05, 0.2])
-def test_after_every_round_the_balls_cover_the_remaining_space_p1(tau0):
+def test_an_uncovered_space_activates_one_point_per_round_p1(tau0):
     core = ZoomingCore(1, 2000, np.random.default_rng(0), tau0=tau0)
     fine = grid(1, 4001)
-    grew = 0
     for _ in run_rounds(core, 2000, seed=1, check_every=1, fine=fine):
-        assert core.uncovered_point() is None  # exact: the interval sweep over all of A
-        assert not slow_uncovered(core, fine).any()  # and the obvious check agrees
-        grew = max(grew, core.m)
-    assert grew > 3, "the radii shrank enough to force activations"
+        pass
+    assert core.activations > 3, "the radii shrank enough to force activations"
 
 
-def test_after_every_round_the_balls_cover_the_remaining_space_p2():
+def test_an_uncovered_space_activates_one_point_per_round_p2():
     core = ZoomingCore(2, 3000, np.random.default_rng(0), tau0=0.05)
     fine = grid(2, 81)
-    grew = 0
-    for _ in run_rounds(core, 3000, seed=2, check_every=60, fine=fine):
-        assert core.uncovered_point() is None
-        assert not slow_uncovered(core, fine).any()
-        grew = max(grew, core.m)
-    assert grew > 4
+    for _ in run_rounds(core, 3000, seed=2, check_every=7, fine=fine):
+        pass
+    assert core.activations > 4
 
 
 def test_cell_method_and_grid_agree_on_random_configurations():
@@ -73,10 +81,10 @@ def test_cell_method_and_grid_agree_on_random_configurations():
             core = ZoomingCore(p, 100, rng, tau0=0.01)
             core.restart()
             core.m = 0
-            for _ in range(int(rng.integers(1, 7))):
-                core._activate(rng.random(p))
-            core.counts[: core.m] = rng.integers(1, 50, core.m)
             core.radius_scale = 0.3
+            for _ in range(int(rng.integers(1, 7))):
+                i = core._activate(rng.random(p))
+                core.set_statistics(i, int(rng.integers(1, 50)), 0.0)
             if rng.random() < 0.5:
                 core.removed_centers = rng.random((2, p))
                 core.removed_radii = rng.uniform(0.05, 0.2, 2)
@@ -88,36 +96,45 @@ def test_cell_method_and_grid_agree_on_random_configurations():
                 assert slow_uncovered(core, point[None])[0], "the point found is uncovered"
 
 
-def test_activation_picks_an_uncovered_point_and_pulls_it_next():
+def test_activation_picks_an_uncovered_point_and_pulls_it_in_that_round():
     core = ZoomingCore(1, 1000, np.random.default_rng(0), tau0=0.1)
     r1 = core.radius_scale
     assert core.m == 1 and core.centers[0, 0] == 0.5 and r1 > 0.5
-    # Pull the only arm until its ball no longer covers [0, 1]: n > (r(1) / 0.5)^2.
+    assert core.counts[0] == 1 and core.means[0] == 0  # line 3: n_1 = 1, f_hat = 0
+    # Pull the only arm until its ball no longer covers [0, 1]: n > (r(1) / 0.5)^2,
+    # n counting line 3's pseudo-observation.
     pulls = 0
     while core.m == 1:
-        assert core.select()[0] == 0.5
+        point = core.select()
+        if core.m == 1:
+            assert point[0] == 0.5
+            core.update(0.5)
+            pulls += 1
+    assert pulls + 1 == math.floor((r1 / 0.5) ** 2) + 1
+    # the round that found [0, 1] uncovered activated ONE point and pulls it now
+    assert core.m == 2 and core.last == 1 and point[0] == core.centers[1, 0]
+    assert abs(point[0] - 0.5) > core.radii()[0]  # outside the shrunken ball
+    assert core.counts[1] == 0
+    core.update(0.7)
+    assert core.counts[1] == 1 and core.means[1] == 0.7  # an activated arm: no pseudo-obs
+    rounds = 0
+    while core.uncovered_point() is not None:  # the other side: one activation per round
+        m = core.m
+        point = core.select()
+        assert core.m == m + 1 and point[0] == core.centers[m, 0]
         core.update(0.5)
-        pulls += 1
-    assert pulls == math.floor((r1 / 0.5) ** 2) + 1
-    new = core.centers[1 : core.m, 0]
-    assert core.m in (2, 3)  # one point per side of [0, 1] left uncovered, as needed
-    assert np.all(np.abs(new - 0.5) > core.radii()[0])  # outside the shrunken ball
-    assert np.all(core.counts[1 : core.m] == 0)
-    assert core.uncovered_point() is None
-    for point in new:  # "activate and pull" (Algorithm 1 line 8), before any TS draw
-        assert core.select()[0] == point
-        core.update(0.5)
+        rounds += 1
+    assert rounds >= 1
 
 
 def test_removal_rule_drops_dominated_arms_and_their_balls():
     core = ZoomingCore(1, 1000, np.random.default_rng(0), tau0=0.1)
     core.m = 0
-    for x in (0.1, 0.5, 0.9):
-        core._activate(np.array([x]))
-    core.counts[:3] = [400, 400, 25]
+    for x, n in ((0.1, 400), (0.5, 400), (0.9, 25)):
+        core.set_statistics(core._activate(np.array([x])), n, 0.0)
     r = core.radii()
     # f(v) - f(u) > r(v) + 2 r(u) for v = 0.5 (index 1), u = 0.1 (index 0) only.
-    core.means[:3] = [0.0, r[1] + 2 * r[0] + 0.01, 0.0]
+    core.set_statistics(1, 400, r[1] + 2 * r[0] + 0.01)
     margin_far = core.means[1] - core.means[2] - (r[1] + 2 * r[2])
     assert margin_far < 0  # 0.9 is not dominated: its radius is too large
     assert core.remove_dominated()
@@ -130,10 +147,9 @@ def test_removal_rule_drops_dominated_arms_and_their_balls():
     core2 = ZoomingCore(1, 1000, np.random.default_rng(0), tau0=0.1)
     core2.m = 0
     for x in (0.2, 0.8):
-        core2._activate(np.array([x]))
-    core2.counts[:2] = [100, 100]
+        core2.set_statistics(core2._activate(np.array([x])), 100, 0.0)
     rr = core2.radii()
-    core2.means[:2] = [0.0, rr[1] + 2 * rr[0]]
+    core2.set_statistics(1, 100, rr[1] + 2 * rr[0])
     assert not core2.remove_dominated()
 
 
@@ -141,19 +157,15 @@ def test_unpulled_arms_are_never_removed_and_ucb_never_removes():
     core = ZoomingCore(1, 1000, np.random.default_rng(0), tau0=0.1, rule="ucb")
     assert not core.removal
     core.m = 0
-    for x in (0.1, 0.9):
-        core._activate(np.array([x]))
-    core.counts[:2] = [1000, 1000]
-    core.means[:2] = [0.0, 10.0]
+    for x, f in ((0.1, 0.0), (0.9, 10.0)):
+        core.set_statistics(core._activate(np.array([x])), 1000, f)
     assert not core.remove_dominated()
 
 
 def test_ts_index_uses_the_clipped_normal():
     core = ZoomingCore(1, 1000, np.random.default_rng(0), tau0=0.1)
     core.m = 0
-    core._activate(np.array([0.5]))
-    core.counts[0] = 4
-    core.means[0] = 0.2
+    core.set_statistics(core._activate(np.array([0.5])), 4, 0.2)
     draws = np.array([core.index()[0] for _ in range(4000)])
     floor = 0.2 + core.ts_scale / 2 * CLIP
     assert draws.min() == pytest.approx(floor)
@@ -165,9 +177,7 @@ def test_ts_index_uses_the_clipped_normal():
 def test_ucb_index_is_mean_plus_twice_the_radius():
     core = ZoomingCore(1, 1000, np.random.default_rng(0), tau0=0.1, rule="ucb")
     core.m = 0
-    core._activate(np.array([0.5]))
-    core.counts[0] = 9
-    core.means[0] = 0.3
+    core.set_statistics(core._activate(np.array([0.5])), 9, 0.3)
     assert core.index()[0] == pytest.approx(0.3 + 2 * core.radius_scale / 3)
 
 
@@ -200,11 +210,11 @@ def test_index_without_the_draw_is_the_upper_bound_f_plus_s():
     assert core.ts_scale == pytest.approx(math.sqrt(13.0))  # no ln T in s0
     core.m = 0
     for x, n, f in ((0.2, 4, 0.5), (0.8, 16, 0.9)):
-        i = core._activate(np.array([x]))
-        core.counts[i], core.means[i] = n, f
+        core.set_statistics(core._activate(np.array([x])), n, f)
     state = rng.bit_generator.state
     expected = [0.5 + math.sqrt(13.0) / 2, 0.9 + math.sqrt(13.0) / 4]
     np.testing.assert_allclose(core.index(), expected)
+    core.pending.clear()  # both arms' intervals hold [0, 1]: nothing to activate
     assert core.select()[0] == 0.2  # the less-pulled arm's wider bound wins
     assert rng.bit_generator.state == state  # no draw consumed
 
@@ -217,11 +227,19 @@ def test_ts_scale_keeps_ln_t_by_default():
 @pytest.mark.parametrize(("p", "tau0"), [(1, 0.5), (1, 0.02), (2, 0.02)])
 def test_random_start_covers_the_cube_from_a_random_point(p, tau0):
     starts = []
+    rng = np.random.default_rng(5)
     for seed in (0, 1):
         core = ZoomingCore(p, 10**6, np.random.default_rng(seed), tau0=tau0, random_start=True)
+        assert core.m == 1  # one random point; the activation rule covers the rest
+        starts.append(core.active_centers[0].copy())
+        rounds = 0
+        while core.activation_point() is not None or rounds == 0:
+            m = core.m
+            core.update(lipschitz_reward(core.select(), rng))
+            assert core.m - m <= 1
+            rounds += 1
         assert core.uncovered_point() is None
         assert not slow_uncovered(core, grid(p, 41)).any()
-        starts.append(core.active_centers[0].copy())
         core.restart()  # every epoch starts from a new random point
         assert not np.allclose(core.active_centers[0], starts[-1])
     assert not np.allclose(starts[0], starts[1])

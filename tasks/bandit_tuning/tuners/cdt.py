@@ -58,6 +58,7 @@ class CDT(ZoomingTuner):
     paper's formulas T1 = k1 T^(2/(p+3)) and T2 = k2 T^((p+2)/(p+3)) with the multipliers
     ``warmup_multiplier`` (1) and ``restart_multiplier`` (3). The other keywords are the
     options of Zooming TS (``ZoomingTuner``: tau0, the constants of r and s0, removal, ...).
+    ``restarts: false`` never restarts (H = T), as the released run script's default H = 0.
     """
 
     rule = "ts"
@@ -69,6 +70,7 @@ class CDT(ZoomingTuner):
         restart_every: int | None = None,
         restart_multiplier: float = 3.0,
         expected_changes: int | None = None,
+        restarts: bool = True,
         **zooming: Any,
     ) -> None:
         super().__init__(warmup_rounds=0, **zooming)  # T1 is resolved here, per horizon
@@ -82,17 +84,19 @@ class CDT(ZoomingTuner):
         self.restart_setting = restart_every
         self.restart_multiplier = float(restart_multiplier)
         self.expected_changes = expected_changes
+        self.restarts_enabled = bool(restarts)
 
     def reset(self, space, horizon, rng, theory) -> None:
         p = len(space)
         T = int(horizon)
         self._warmup = resolve_warmup(self.warmup_setting, self.warmup_multiplier, T, p)
         super().reset(space, horizon, rng, theory)
-        self.T2 = (
-            default_restart_every(T, p, self.restart_multiplier, self.expected_changes)
-            if self.restart_setting is None
-            else int(self.restart_setting)
-        )
+        if not self.restarts_enabled:
+            self.T2 = T  # H = T: one epoch, never restarted
+        elif self.restart_setting is None:
+            self.T2 = default_restart_every(T, p, self.restart_multiplier, self.expected_changes)
+        else:
+            self.T2 = int(self.restart_setting)
         self.rounds = 0  # rounds of Algorithm 1 played so far (t - T1 - 1 at round t)
 
     def propose(self, t: int) -> dict[str, float]:

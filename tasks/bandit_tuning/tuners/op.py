@@ -15,15 +15,26 @@ class OP(Tuner):
     reward, clipped to [0, 1], is turned into a Bernoulli success r ~ Bernoulli(clip(Y)),
     and S_j += r, F_j += 1 - r. OP tunes one hyperparameter (the exploration rate by
     default) and holds the others at their theoretical values (003 Section 5, item 2).
+    ``candidates`` replaces the space's candidate set of the tuned hyperparameter (e.g. the
+    released run script's {0.5, 1, 3, 5, 7}); null keeps it.
     """
 
-    def __init__(self, hyperparameter: str | None = None) -> None:
+    def __init__(
+        self, hyperparameter: str | None = None, candidates: list[float] | None = None
+    ) -> None:
+        if candidates is not None and len(candidates) == 0:
+            raise ValueError(
+                "tuner.candidates is empty: give OP at least one value, or null to use the "
+                "space's candidate set (space.candidates)"
+            )
         self.hyperparameter = hyperparameter
+        self.candidate_override = None if candidates is None else [float(v) for v in candidates]
 
     def reset(self, space, horizon, rng, theory) -> None:
         super().reset(space, horizon, rng, theory)
         self.target = single_target(self.space, self.hyperparameter)
-        self.candidates = tuple(self.space[self.target].candidates)
+        own = self.space[self.target].candidates
+        self.candidates = tuple(own if self.candidate_override is None else self.candidate_override)
         self.successes = np.ones(len(self.candidates))
         self.failures = np.ones(len(self.candidates))
         self.last = -1
@@ -42,4 +53,7 @@ class OP(Tuner):
         self.failures[self.last] += 1.0 - success
 
     def params(self) -> dict[str, float | str]:
-        return {"op.tuned": self.space[self.target].name}
+        params: dict[str, float | str] = {"op.tuned": self.space[self.target].name}
+        if self.candidate_override is not None:
+            params["op.candidates"] = str(list(self.candidates))
+        return params

@@ -17,7 +17,13 @@ class ZoomingTuner(Tuner):
     0.5); ``radius_constant`` and ``ts_constant``, the constants of r and s0 (000 Eq. 5);
     ``removal`` (Algorithm 1 line 4); and the released code's variants, off by default:
     ``ts_draw`` (false: index f + s, no draw), ``ts_log_horizon`` (false: s0 without ln T),
-    ``random_start`` (each epoch starts from a random point). See ``ZoomingCore``.
+    ``random_start`` (each epoch starts from a random point of ``start_range``),
+    ``pseudo_observation`` (false: an epoch's first arms start unpulled; null: true for TS),
+    ``gap_rule`` ('released': the released check_1d's choice of the activated point),
+    ``log_full_horizon`` (true: ln T of the whole horizon in r and s0 instead of the
+    horizon T - T1 of Algorithm 1) and ``interval`` (a box [a, b] for every tuned
+    hyperparameter instead of the space's own intervals, e.g. the released [0, 4]).
+    See ``ZoomingCore``.
     """
 
     rule = "ts"
@@ -32,6 +38,11 @@ class ZoomingTuner(Tuner):
         ts_draw: bool = True,
         ts_log_horizon: bool = True,
         random_start: bool = False,
+        pseudo_observation: bool | None = None,
+        start_range: tuple[float, float] = (0.0, 1.0),
+        gap_rule: str = "widest",
+        log_full_horizon: bool = False,
+        interval: tuple[float, float] | None = None,
     ) -> None:
         if not tau0 > 0:
             raise ValueError(f"tau0 (the reward's sub-Gaussian parameter) must be > 0, got {tau0}")
@@ -45,13 +56,26 @@ class ZoomingTuner(Tuner):
         self.ts_draw = bool(ts_draw)
         self.ts_log_horizon = bool(ts_log_horizon)
         self.random_start = bool(random_start)
+        self.pseudo_observation = None if pseudo_observation is None else bool(pseudo_observation)
+        self.start_range = tuple(float(v) for v in start_range)
+        self.gap_rule = str(gap_rule)
+        self.log_full_horizon = bool(log_full_horizon)
+        if interval is not None:
+            a, b = (float(v) for v in interval)
+            if not b > a:
+                raise ValueError(
+                    f"tuner.interval must be [a, b] with a < b (the box searched for every "
+                    f"tuned hyperparameter), got {interval}; or null for the space's intervals"
+                )
+            interval = (a, b)
+        self.interval = interval
 
     def reset(self, space, horizon, rng, theory) -> None:
         super().reset(space, horizon, rng, theory)
         self.T1 = min(self._warmup, self.horizon - 1)
         self.core = ZoomingCore(
             len(self.space),
-            self.horizon - self.T1,
+            self.horizon if self.log_full_horizon else self.horizon - self.T1,
             rng,
             tau0=self.tau0,
             rule=self.rule,
@@ -61,6 +85,9 @@ class ZoomingTuner(Tuner):
             ts_draw=self.ts_draw,
             ts_log_horizon=self.ts_log_horizon,
             random_start=self.random_start,
+            pseudo_observation=self.pseudo_observation,
+            start_range=self.start_range,
+            gap_rule=self.gap_rule,
         )
         self.restarts = 0
 
@@ -70,6 +97,9 @@ class ZoomingTuner(Tuner):
     def _propose_unit(self) -> dict[str, float]:
         self.core.remove_dominated()
         point = self.core.select()
+        if self.interval is not None:
+            a, b = self.interval
+            return {h.name: a + (b - a) * float(u) for h, u in zip(self.space, point, strict=True)}
         return {h.name: float(h.from_unit(u)) for h, u in zip(self.space, point, strict=True)}
 
     def propose(self, t: int) -> dict[str, float]:

@@ -9,9 +9,14 @@ makes the activation rule of Algorithm 1 (line 7) exact in any dimension p.
 
 Per active arm v: n(v) pulls since the last restart, the running mean f_hat(v), the
 confidence radius r(v) = sqrt(13 tau0^2 ln T / (2 n(v))) and the Thompson-sampling scale
-s(v) = s0 / sqrt(n(v)) with s0 = sqrt(52 pi tau0^2 ln T) (000 Eq. 5). An arm that has not
-been pulled yet is given the radius of one pull, r(1) (000 Algorithm 1 line 3 initialises
-n(v) = 1), and is pulled before any Thompson draw is taken (line 8: "activate and pull").
+s(v) = s0 / sqrt(n(v)) with s0 = sqrt(52 pi tau0^2 ln T) (000 Eq. 5).
+
+A round follows the algorithm box line by line: removal of a dominated arm (lines 4-5), then,
+if the active balls no longer cover A_0, the activation of ONE uncovered point which is
+pulled in that same round (lines 7-8), else the Thompson-sampling selection (line 10); the
+update (line 12) comes after the reward. A new epoch (line 3) starts with n_1(v) = 1 and
+f_hat(v) = 0 for every v of the initial cover J: one pseudo-observation of reward 0, so the
+first update of v gives f_hat = y / 2 and n = 2.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ CLIP = 1.0 / math.sqrt(2.0 * math.pi)
 """Lower clip of the Thompson draw: Z = max(1/sqrt(2 pi), N(0, 1)) (000 Eq. 6)."""
 
 RULES = ("ts", "ucb")
+GAP_RULES = ("widest", "released")
 
 
 class ZoomingCore:
@@ -33,11 +39,25 @@ class ZoomingCore:
     ``rule='ts'``: Zooming TS of 000 Algorithm 1, I(v) = f_hat(v) + s(v) Z with
     Z = max(1/sqrt(2 pi), N(0, 1)) (Eq. 6), and the removal rule (line 4).
     ``rule='ucb'``: the stationary Zooming algorithm of Kleinberg et al. (2019), index
-    I(v) = f_hat(v) + 2 r(v), no removal.
+    I(v) = f_hat(v) + 2 r(v), no removal; its arms start unpulled (no pseudo-observation).
 
-    A round is ``remove_dominated()`` (TS only), ``select()``, then ``update(reward)``;
-    ``update`` restores the covering invariant before it returns, so after every round the
-    active balls cover A_0, the part of A not removed. ``restart()`` starts a new epoch.
+    A round is ``remove_dominated()`` (lines 4-5), ``select()`` (lines 7-10: one activation
+    if A_0 is not covered, else the argmax of I), then ``update(reward)`` (line 12).
+    ``restart()`` starts a new epoch (line 3).
+
+    Options of the authors' released code (all off by default): ``pseudo_observation=False``
+    starts an epoch's arms unpulled (pulled first, their mean the first reward);
+    ``random_start`` starts an epoch from one uniformly random point of ``start_range``^p
+    (the rest of A is then covered one activation per round); ``gap_rule='released'``
+    (p = 1) activates the midpoint of the gap at the left edge of [0, 1] first, then the one
+    at the right edge, then the leftmost inner gap (``check_1d`` of the released code)
+    instead of the midpoint of the widest gap (for p > 1 the widest rule stays: the
+    released ``check_2d`` tests nine fixed vertices only and is not ported).
+
+    Covering is tracked exactly and cheaply: between rounds only the pulled arm's ball
+    shrinks (a removal takes B(u, r(u)) out of A_0 together with the ball), so A_0 stays
+    covered outside the boxes B(v, old radius) of the shrinks not yet checked; these
+    ``pending`` boxes are the only places ``select`` looks for an uncovered point.
     """
 
     def __init__(
@@ -53,6 +73,9 @@ class ZoomingCore:
         ts_draw: bool = True,
         ts_log_horizon: bool = True,
         random_start: bool = False,
+        pseudo_observation: bool | None = None,
+        start_range: tuple[float, float] = (0.0, 1.0),
+        gap_rule: str = "widest",
     ) -> None:
         if dim < 1:
             raise ValueError(f"zooming needs at least one dimension, got {dim}")
@@ -60,12 +83,25 @@ class ZoomingCore:
             raise ValueError(f"tau0 (the reward's sub-Gaussian parameter) must be > 0, got {tau0}")
         if rule not in RULES:
             raise ValueError(f"unknown zooming rule '{rule}'; choose one of {RULES}")
+        if gap_rule not in GAP_RULES:
+            raise ValueError(f"unknown gap_rule '{gap_rule}'; choose one of {GAP_RULES}")
+        lo, hi = (float(v) for v in start_range)
+        if not 0.0 <= lo <= hi <= 1.0:
+            raise ValueError(
+                f"start_range must be [lo, hi] with 0 <= lo <= hi <= 1 (a part of the unit "
+                f"interval the first point is drawn from), got {start_range}"
+            )
         self.dim = int(dim)
         self.rng = rng
         self.rule = rule
         self.ts_draw = bool(ts_draw)
         self.random_start = bool(random_start)
+        self.start_range = (lo, hi)
+        self.gap_rule = gap_rule
         self.removal = (rule == "ts") if removal is None else bool(removal)
+        self.pseudo_observation = (
+            (rule == "ts") if pseudo_observation is None else bool(pseudo_observation)
+        )
         log_t = math.log(max(int(horizon), 2))
         if not (radius_constant > 0 and ts_constant > 0):
             raise ValueError(
@@ -74,16 +110,19 @@ class ZoomingCore:
         self.radius_scale = math.sqrt(radius_constant * tau0**2 * log_t)  # r(v) = this / sqrt(n)
         ts_log = log_t if ts_log_horizon else 1.0
         self.ts_scale = math.sqrt(ts_constant * tau0**2 * ts_log)  # s0
+        # the index bonus per unit 1/sqrt(n): s0 (TS) or 2 r(1) (UCB)
+        self.bonus_scale = self.ts_scale if rule == "ts" else 2.0 * self.radius_scale
         self.restart()
 
     # -- state -------------------------------------------------------------------------
     def restart(self) -> None:
-        """A new epoch: A_0 = A and an active set J whose balls B(v, r(1)) cover A (line 3).
+        """A new epoch (line 3): A_0 = A and an active set J whose balls B(v, r_1(v)) cover A,
+        with n_1(v) = 1 and f_hat(v) = 0 for v in J (a pseudo-observation of reward 0).
 
         Line 3 leaves J free. By default J is the centres of the k^p cubes of side
         1/k <= 2 r(1) (one point, the centre of A, when r(1) >= 1/2). With ``random_start``
-        J starts from a uniformly random point and grows by activating uncovered points
-        until A is covered, as the authors' released code starts from one random point.
+        J is one uniformly random point of ``start_range``^p; if its ball does not cover A,
+        the activation rule covers the rest, one point per round.
         """
         r1 = self.radius_scale
         k = max(1, math.ceil(1.0 / (2.0 * r1)))  # k^p cubes of side 1/k <= 2 r(1)
@@ -91,37 +130,76 @@ class ZoomingCore:
         self.centers = np.zeros((capacity, self.dim))
         self.counts = np.zeros(capacity)
         self.means = np.zeros(capacity)
+        self.radius = np.zeros(capacity)  # r(v), that of one pull while n(v) = 0
+        self.bonus = np.zeros(capacity)  # s(v) (TS) or 2 r(v) (UCB)
+        self.lower = np.zeros(capacity)  # f_hat - r, -inf while unpulled
+        self.upper = np.zeros(capacity)  # f_hat + 2 r, +inf while unpulled
         self.m = 0
+        self.unpulled = 0
         self.removed_centers = np.zeros((0, self.dim))
         self.removed_radii = np.zeros(0)
+        self.pending: list[tuple[np.ndarray, np.ndarray]] = []
         self.last = -1
         self.removals = 0
+        self.activations = 0  # activations by the rule of line 7 (not the initial cover)
+        start = 1.0 if self.pseudo_observation else 0.0
         if self.random_start:
-            point = self.rng.uniform(size=self.dim)
-            while point is not None:
-                self._activate(point)
-                point = self.uncovered_point()
+            lo, hi = self.start_range
+            self._activate(lo + (hi - lo) * self.rng.uniform(size=self.dim), start)
+            self.pending.append((np.zeros(self.dim), np.ones(self.dim)))
             return
         axis = (np.arange(k) + 0.5) / k
         for point in itertools.product(axis, repeat=self.dim):
-            self._activate(np.asarray(point, dtype=float))
+            self._activate(np.asarray(point, dtype=float), start)
 
-    def _activate(self, point: np.ndarray) -> int:
+    def _grow(self) -> None:
+        grow = len(self.counts)
+        self.centers = np.concatenate([self.centers, np.zeros((grow, self.dim))])
+        for name in ("counts", "means", "radius", "bonus", "lower", "upper"):
+            setattr(self, name, np.concatenate([getattr(self, name), np.zeros(grow)]))
+
+    def _activate(self, point: np.ndarray, count: float = 0.0) -> int:
+        """Add v to J with n(v) = ``count`` and f_hat(v) = 0 (000 Section 4.1)."""
         if self.m == len(self.counts):
-            grow = len(self.counts)
-            self.centers = np.concatenate([self.centers, np.zeros((grow, self.dim))])
-            self.counts = np.concatenate([self.counts, np.zeros(grow)])
-            self.means = np.concatenate([self.means, np.zeros(grow)])
+            self._grow()
         i = self.m
         self.centers[i] = point
-        self.counts[i] = 0.0
-        self.means[i] = 0.0  # f_hat(v) = 0 while n(v) = 0 (000 Section 4.1)
+        self.counts[i] = count
+        self.means[i] = 0.0
         self.m += 1
+        if count == 0:
+            self.unpulled += 1
+        self._refresh(i)
         return i
+
+    def _refresh(self, i: int) -> None:
+        """Recompute the derived statistics of arm i after its n or f_hat changed."""
+        n = self.counts[i]
+        root = math.sqrt(max(n, 1.0))
+        r = self.radius_scale / root
+        self.radius[i] = r
+        self.bonus[i] = self.bonus_scale / root
+        f = self.means[i]
+        self.lower[i] = f - r if n > 0 else -math.inf
+        self.upper[i] = f + 2.0 * r if n > 0 else math.inf
+
+    def set_statistics(self, i: int, count: float, mean: float) -> None:
+        """Set n(v) and f_hat(v) of arm i directly (white-box tests, hand-built states);
+        the covering is then re-checked everywhere at the next ``select``."""
+        if (self.counts[i] == 0) != (count == 0):
+            self.unpulled += 1 if count == 0 else -1
+        self.counts[i] = float(count)
+        self.means[i] = float(mean)
+        self._refresh(i)
+        self.invalidate_cover()
+
+    def invalidate_cover(self) -> None:
+        """Make the next ``select`` check all of A for an uncovered point."""
+        self.pending = [(np.zeros(self.dim), np.ones(self.dim))]
 
     def radii(self) -> np.ndarray:
         """r(v) of every active arm (an unpulled arm has the radius of one pull)."""
-        return self.radius_scale / np.sqrt(np.maximum(self.counts[: self.m], 1.0))
+        return self.radius[: self.m].copy()
 
     @property
     def active_centers(self) -> np.ndarray:
@@ -129,37 +207,34 @@ class ZoomingCore:
 
     # -- one round ---------------------------------------------------------------------
     def remove_dominated(self) -> bool:
-        """Line 4-5: if f_hat(v) - f_hat(u) > r(v) + 2 r(u) for some pulled u, v in J, drop u
+        """Lines 4-5: if f_hat(v) - f_hat(u) > r(v) + 2 r(u) for some pulled u, v in J, drop u
         from J and B(u, r(u)) from A_0. One arm per round, the most dominated one.
 
         u is dominated by some v iff max_v (f_hat(v) - r(v)) > f_hat(u) + 2 r(u); the
-        maximiser cannot be u itself, so one pass over J finds every dominated arm.
+        maximiser cannot be u itself (f - r <= f + 2r), so max(lower) > min(upper) says
+        whether any arm is dominated, two reductions per round.
         """
         if not self.removal or self.m < 2:
             return False
-        n = self.counts[: self.m]
-        pulled = n > 0
-        if pulled.sum() < 2:
+        lower, upper = self.lower[: self.m], self.upper[: self.m]
+        best = lower.max()
+        if not best > upper.min():
             return False
-        f, r = self.means[: self.m], self.radii()
-        lower = np.where(pulled, f - r, -np.inf)
-        margin = lower.max() - (f + 2.0 * r)
-        margin[~pulled] = -np.inf
-        u = int(np.argmax(margin))
-        if not margin[u] > 0:
-            return False
+        u = int(np.argmax(best - upper))
         self.removed_centers = np.vstack([self.removed_centers, self.centers[u]])
-        self.removed_radii = np.append(self.removed_radii, r[u])
+        self.removed_radii = np.append(self.removed_radii, self.radius[u])
         self._delete(u)
         self.removals += 1
         return True
 
     def _delete(self, i: int) -> None:
         last = self.m - 1
+        if self.counts[i] == 0:
+            self.unpulled -= 1
         if i != last:
             self.centers[i] = self.centers[last]
-            self.counts[i] = self.counts[last]
-            self.means[i] = self.means[last]
+            for array in (self.counts, self.means, self.radius, self.bonus, self.lower, self.upper):
+                array[i] = array[last]
         self.m -= 1
         if self.last == i:
             self.last = -1
@@ -168,49 +243,111 @@ class ZoomingCore:
 
     def index(self) -> np.ndarray:
         """I(v) of every active arm: Eq. 6 (TS) or f_hat + 2 r (UCB); +inf when unpulled."""
-        n = self.counts[: self.m]
-        f = self.means[: self.m]
-        safe = np.maximum(n, 1.0)
-        if self.rule == "ts":
-            z = np.maximum(CLIP, self.rng.standard_normal(self.m)) if self.ts_draw else 1.0
-            score = f + self.ts_scale / np.sqrt(safe) * z
+        m = self.m
+        if self.rule == "ts" and self.ts_draw:
+            z = self.rng.standard_normal(m)
+            np.maximum(z, CLIP, out=z)
+            score = self.means[:m] + self.bonus[:m] * z
         else:
-            score = f + 2.0 * self.radius_scale / np.sqrt(safe)
-        return np.where(n > 0, score, np.inf)
+            score = self.means[:m] + self.bonus[:m]
+        if self.unpulled:
+            score[self.counts[:m] == 0] = np.inf
+        return score
 
     def select(self) -> np.ndarray:
-        """Lines 7-10: pull a newly activated arm first, else argmax_v I(v)."""
-        unpulled = np.flatnonzero(self.counts[: self.m] == 0)
-        self.last = int(unpulled[0]) if unpulled.size else int(np.argmax(self.index()))
+        """Lines 7-10: if A_0 is not covered, activate one uncovered point and pull it;
+        else pull an arm not yet pulled (only without pseudo-observations), else argmax I."""
+        point = self.activation_point()
+        if point is not None:
+            self.last = self._activate(point)
+            self.activations += 1
+        elif self.unpulled:
+            self.last = int(np.flatnonzero(self.counts[: self.m] == 0)[0])
+        else:
+            self.last = int(np.argmax(self.index()))
         return self.centers[self.last].copy()
 
     def update(self, reward: float) -> None:
-        """Line 12: n(v_t) += 1 and the running mean; then restore the covering (line 7)."""
+        """Line 12: n(v_t) += 1 and the running mean; a shrunken ball marks its old box."""
         i = self.last
         if i < 0:
             raise RuntimeError("update called before select")
-        old_radius = self.radius_scale / math.sqrt(max(self.counts[i], 1.0))
+        old_radius = self.radius[i]
+        if self.counts[i] == 0:
+            self.unpulled -= 1
         self.counts[i] += 1.0
         self.means[i] += (float(reward) - self.means[i]) / self.counts[i]
-        new_radius = self.radius_scale / math.sqrt(self.counts[i])
+        self._refresh(i)
+        new_radius = self.radius[i]
         if new_radius < old_radius:
-            self._restore_cover(self.centers[i].copy(), old_radius, new_radius)
+            self._mark_shrink(self.centers[i], old_radius, new_radius)
 
     # -- covering ----------------------------------------------------------------------
-    def _restore_cover(self, center: np.ndarray, old: float, new: float) -> None:
-        """Only the pulled arm's ball shrank, so only B(v, old) \\ B(v, new) can have lost
-        cover; activate uncovered points there until the active balls cover A_0 again."""
-        if self.dim == 1 and center[0] - new <= 0.0 and center[0] + new >= 1.0:
-            return  # the shrunken interval still holds all of [0, 1]
+    def _mark_shrink(self, center: np.ndarray, old: float, new: float) -> None:
+        """Only B(v, old) \\ B(v, new) can have lost cover: keep its box for the next check,
+        unless a cheap test shows every piece of it still inside one ball."""
+        if self.dim == 1:  # scalars: this runs every round, on a handful of arms
+            c = float(center[0])
+            lo, hi = max(c - old, 0.0), min(c + old, 1.0)
+            pieces = [(a, b) for a, b in ((lo, c - new), (c + new, hi)) if b > a]
+            if not pieces or self._pieces_inside_balls(pieces):
+                return
+            self.pending.append((np.array([lo]), np.array([hi])))
+            return
         lo = np.maximum(center - old, 0.0)
         hi = np.minimum(center + old, 1.0)
         if (center - new <= lo).all() and (center + new >= hi).all():
             return  # the shrunken ball still holds the whole region it covered
-        while True:
+        self.pending.append((lo, hi))
+
+    def _pieces_inside_balls(self, pieces: list[tuple[float, float]]) -> bool:
+        """p = 1: whether each interval [a, b] lies inside one active or removed interval (a
+        sufficient test for cover; plain Python, as the active set is a handful of arms)."""
+        m = self.m
+        centers = self.centers[:m, 0].tolist() + self.removed_centers[:, 0].tolist()
+        radii = self.radius[:m].tolist() + self.removed_radii.tolist()
+        for a, b in pieces:
+            for c, r in zip(centers, radii, strict=True):
+                if c - r <= a and c + r >= b:
+                    break
+            else:
+                return False
+        return True
+
+    def activation_point(self) -> np.ndarray | None:
+        """Line 7: a point of A_0 in no active ball, or None when A_0 is covered.
+
+        Exact: A_0 is covered outside the pending boxes; a pending box found covered is
+        dropped, one with an uncovered point stays pending until it is covered.
+        """
+        while self.pending:
+            lo, hi = self.pending[-1]
             point = self.uncovered_point(lo, hi)
             if point is None:
-                return
-            self._activate(point)
+                self.pending.pop()
+                continue
+            if self.gap_rule == "released" and self.dim == 1:
+                return self._released_gap(point)
+            return point
+        return None
+
+    def _released_gap(self, fallback: np.ndarray) -> np.ndarray:
+        """The released ``check_1d``: intervals sorted by left end; the left edge's gap, then
+        the right edge's, then the first inner gap; the midpoint of that gap."""
+        radii = np.concatenate([self.radius[: self.m], self.removed_radii])
+        centers = np.concatenate([self.centers[: self.m, 0], self.removed_centers[:, 0]])
+        order = np.argsort(centers - radii, kind="stable")
+        lefts, rights = (centers - radii)[order], (centers + radii)[order]
+        if lefts[0] > 0.0:
+            return np.array([lefts[0] / 2.0])
+        if rights.max() < 1.0:
+            return np.array([(rights.max() + 1.0) / 2.0])
+        reach = rights[0]
+        for left, right in zip(lefts[1:].tolist(), rights[1:].tolist(), strict=True):
+            if left > reach:
+                return np.array([(reach + left) / 2.0])
+            reach = max(reach, right)
+        return fallback  # a gap narrower than the exact check's 1e-12 tolerance
 
     def uncovered_point(
         self, lo: np.ndarray | None = None, hi: np.ndarray | None = None
@@ -225,7 +362,7 @@ class ZoomingCore:
         """
         lo = np.zeros(self.dim) if lo is None else np.asarray(lo, dtype=float)
         hi = np.ones(self.dim) if hi is None else np.asarray(hi, dtype=float)
-        radii = np.concatenate([self.radii(), self.removed_radii])
+        radii = np.concatenate([self.radius[: self.m], self.removed_radii])
         centers = np.concatenate([self.centers[: self.m], self.removed_centers])
         lower = centers - radii[:, None]
         upper = centers + radii[:, None]

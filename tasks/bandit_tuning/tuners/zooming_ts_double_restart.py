@@ -20,9 +20,13 @@ class ZoomingTSDoubleRestart(ZoomingTuner):
     H_j; Zooming TS with Restarts (Algorithm 1) then runs for the top epoch, restarted at
     its start and every H_j rounds; at the end EXP3 is updated with the epoch's reward.
 
-    Deviation: line 9 feeds EXP3 the epoch's reward sum; EXP3 expects rewards in [0, 1]
-    per play, so the sum is divided by the epoch's length (the mean reward), the scaling
-    under which Cheung et al.'s bound (Q = H0) holds. The warm-up T1 (CDT's, default
+    Line 9 feeds EXP3 the top epoch's summed reward sum_k Y_k. EXP3's update is written for
+    rewards in [0, 1]; the proof of Theorem F.1 uses Auer et al.'s Corollary 3.2 with rewards
+    in [0, Q], Q = H0, the largest sum an epoch can reach, i.e. EXP3 run on sum / Q. So the
+    reward given to EXP3 is the epoch's sum divided by the constant H0 (not by the epoch's
+    own length). For every full top epoch this equals the epoch's mean reward, which the code
+    fed before; the two differ only on the last, shorter top epoch, whose update is never
+    used, so the numbers do not change. The warm-up T1 (CDT's, default
     T^(2/(p+3))) applies when it tunes a bandit; set ``warmup_rounds: 0`` to run Algorithm 3
     alone. The other keywords are the options of Zooming TS (``ZoomingTuner``).
     """
@@ -64,7 +68,7 @@ class ZoomingTSDoubleRestart(ZoomingTuner):
     def propose(self, t: int) -> dict[str, float]:
         if self.rounds % self.H0 == 0:  # a new top epoch (line 5)
             if self.rounds > 0:
-                self.exp3.update(self.epoch_reward / max(self.epoch_played, 1))
+                self.exp3.update(self.epoch_reward / self.H0)  # line 9: sum / Q, Q = H0
             self.H = self.epoch_lengths[self.exp3.pull()]
             self.epoch_reward, self.epoch_played = 0.0, 0
             self.bottom_rounds = 0
