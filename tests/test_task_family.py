@@ -22,8 +22,10 @@ from sweeper.report import build_report
 from sweeper.sweep import run_sweep
 from sweeper.task import TaskError, parse_task
 
-PINNED_KEY = "094d8d94d16f0c940cb369f94b707f116c065d6f7fb45d2c8905803ab9eeee99"
-"""The key of +exp=smoke's linucb/theory/simulation/seed0 cell (bandit_tuning, version 1)."""
+PINNED_KEY = "ee55c61f474e5f47408ac7ca4f426b5173bd2b7c440119999ea237c76d424b13"
+"""The key of +exp=smoke's linucb/theory/simulation/seed0 cell (bandit_tuning, version 2)."""
+PINNED_V1_KEY = "094d8d94d16f0c940cb369f94b707f116c065d6f7fb45d2c8905803ab9eeee99"
+"""The same cell's key at result version 1."""
 PINNED_LEGACY_KEY = "8523618cb30ea36879e7af4baac72632d18338d60d88c3fb978cf11ec61c61c8"
 """The key the same cell had before result versions (sweeper 4eac1f6), computed by that code."""
 
@@ -33,9 +35,12 @@ def test_the_key_of_a_fixed_bandit_cell_is_pinned(composer):
     overrides = ["+exp=smoke", "algorithm=linucb", "tuner=theory", "seeds=1"]
     (cell,) = expand(composer(overrides), composer, overrides)
     assert cell.label == "linucb/theory/simulation/seed0"
-    assert cell.config["task"] == {"name": "bandit_tuning", "result_version": 1}
+    assert cell.config["task"] == {"name": "bandit_tuning", "result_version": 2}
     assert cell.key == PINNED_KEY
-    assert cell.legacy_key == PINNED_LEGACY_KEY
+    assert cell.legacy_key is None  # version 2 reuses no result stored under the old keys
+    at_v1 = [*overrides, "task.result_version=1"]
+    (old,) = expand(composer(at_v1), composer, at_v1)
+    assert (old.key, old.legacy_key) == (PINNED_V1_KEY, PINNED_LEGACY_KEY)
 
 
 def test_the_result_version_is_part_of_the_key(composer):
