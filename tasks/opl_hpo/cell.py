@@ -68,9 +68,7 @@ def build_part(config: Mapping[str, Any], group: str) -> Any:
         )
     name = spec.get("name")
     if name is not None and name not in known and not str(name).startswith(tuple(known)):
-        raise ValueError(
-            f"{group}={name!r} is unknown; valid {group}s are {', '.join(known)}."
-        )
+        raise ValueError(f"{group}={name!r} is unknown; valid {group}s are {', '.join(known)}.")
     try:
         return build(spec)
     except ImportError as err:

@@ -50,9 +50,7 @@ class DR:
 
     def fit(self, data: LoggedBandit) -> DR:
         train, self.split = data.train, data.val
-        model = fit_logistic(
-            train.x, train.a, train.r, data.n_actions, self.C, 0.0, solver="lbfgs"
-        )
+        model = fit_logistic(train.x, train.a, train.r, data.n_actions, self.C, 0.0, solver="lbfgs")
         self.q = model.predict(self.split.x)
         self.residual = self.split.r - self.q[np.arange(self.split.n), self.split.a]
         return self

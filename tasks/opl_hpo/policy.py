@@ -55,6 +55,15 @@ def rf_design(x: np.ndarray, a: np.ndarray, n_actions: int) -> np.ndarray:
     return out
 
 
+def rf_design_all(x: np.ndarray, n_actions: int) -> np.ndarray:
+    """``rf_design`` of every (context, action) pair, context-major: (n K, d + K)."""
+    n, d = x.shape
+    out = np.zeros((n, n_actions, d + n_actions), dtype=np.float32)
+    out[:, :, :d] = x[:, None, :]
+    out[:, np.arange(n_actions), d + np.arange(n_actions)] = 1.0
+    return out.reshape(n * n_actions, d + n_actions)
+
+
 def all_actions(x: np.ndarray, n_actions: int) -> tuple[np.ndarray, np.ndarray]:
     """Every (context, action) pair, context-major: (n K, d) contexts and (n K,) actions."""
     return np.repeat(x, n_actions, axis=0), np.tile(np.arange(n_actions), len(x))
@@ -95,8 +104,7 @@ class ForestRewardModel:
         self.positive = int(np.flatnonzero(model.classes_ == 1)[0])
 
     def predict(self, x: np.ndarray) -> np.ndarray:
-        xs, actions = all_actions(x, self.n_actions)
-        proba = self.model.predict_proba(rf_design(xs, actions, self.n_actions))
+        proba = self.model.predict_proba(rf_design_all(x, self.n_actions))
         return proba[:, self.positive].reshape(len(x), self.n_actions)
 
 
@@ -198,9 +206,7 @@ class PolicySpace:
             params["min_samples_split"] = trial.suggest_int(
                 "min_samples_split", *map(int, self.min_samples_split)
             )
-            params["max_samples"] = trial.suggest_categorical(
-                "max_samples", list(self.max_samples)
-            )
+            params["max_samples"] = trial.suggest_categorical("max_samples", list(self.max_samples))
         return params
 
     def encode(self, params: Mapping[str, Any]) -> list[float]:

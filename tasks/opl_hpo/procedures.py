@@ -104,9 +104,7 @@ class CIRHPO:
                 "adaptive imitation regularisation alpha_t (001 Eq. 14, default 0.01)."
             )
         if not isinstance(alpha_init, (int, float)) or not 0.0 <= alpha_init <= 1.0:
-            raise ValueError(
-                f"procedure.alpha_init={alpha_init!r} must be in [0, 1] (001 Eq. 14)."
-            )
+            raise ValueError(f"procedure.alpha_init={alpha_init!r} must be in [0, 1] (001 Eq. 14).")
         self.gamma, self.alpha_init = float(gamma), float(alpha_init)
         self.cso, self.air = bool(cso), bool(air)
 

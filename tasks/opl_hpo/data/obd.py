@@ -12,8 +12,11 @@ As in 001, the Bernoulli Thompson sampling log ("bts") is the logged data of HPO
 D_tr and D_val, and the uniform-random log is the test set: V(pi) is the IPS estimate on
 it, mean pi(a_i|x_i) r_i / p_i with the random log's known propensities p_i = 1/K.
 
-Contexts: one-hot user_feature_0..3 (categories from both logs) and the user-item
-affinities, as OBP's default pre-processing. Positions are ignored (actions are items).
+Contexts: one-hot user_feature_0..3 (categories from both logs, 26 columns for 'men'); with
+``affinity=True`` also the user-item affinities, as OBP's default pre-processing. They are
+off by default because they make LR's per-action inputs dense (d K = 2,040 columns for
+'men') and one saga fit of 001's LR on 5,000 rows then takes about 6 s here (see
+bench/results/opl.md for the default's cost). Positions are ignored (actions are items).
 The logging policy pi0(a|x) at every context, needed for Eq. 12 and DR's direct term, is
 not in the files (only the propensity of the logged item at its position); Thompson
 sampling here ignores the context, so pi0(a|x) is taken as the item's frequency in the
@@ -197,6 +200,7 @@ class OBDLoggedData:
         from the cell's data stream.
     path : directory holding bts/ and random/ (None: <cache_dir>/obd).
     cache_dir : the data cache (None: $SWEEPER_DATA_DIR or .cache/datasets).
+    affinity : append the user-item affinity columns to the contexts.
     """
 
     def __init__(
@@ -205,6 +209,7 @@ class OBDLoggedData:
         train_fraction: float = 0.5,
         path: str | None = None,
         cache_dir: str | None = None,
+        affinity: bool = False,
     ) -> None:
         if campaign not in CAMPAIGNS:
             raise ValueError(
@@ -213,6 +218,7 @@ class OBDLoggedData:
         if not 0.0 < train_fraction < 1.0:
             raise ValueError(f"logged_data.train_fraction={train_fraction!r} must be in (0, 1).")
         self.campaign, self.train_fraction = campaign, float(train_fraction)
+        self.affinity = bool(affinity)
         self.directory = obd_dir(path, cache_dir)
 
     def check(self) -> None:
@@ -229,6 +235,7 @@ class OBDLoggedData:
             for name in USER_FEATURES:
                 table[name] = table[name].astype(str)
         affinity = [c for c in bts.columns if c.startswith("user-item_affinity_")]
+        affinity = affinity if self.affinity else []
         frequency = np.bincount(bts["item_id"].to_numpy(), minlength=n_actions) + 1e-12
         marginal = frequency / frequency.sum()
 
