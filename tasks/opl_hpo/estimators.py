@@ -59,6 +59,3 @@ class DR:
         """(n_val,) terms of V_DR(pi; D_val) for the (n_val, K) probabilities ``pi``."""
         direct = np.einsum("ij,ij->i", pi, self.q)
         return direct + importance_weights(pi, self.split) * self.residual
-
-
-ESTIMATORS = {"ips": IPS, "dr": DR}

@@ -127,6 +127,3 @@ class CIRHPO:
         if accepted:
             self.best = score
         return Decision(alpha=alpha, values=values, score=score, accepted=accepted)
-
-
-PROCEDURES = {"baseline": Baseline, "cir_hpo": CIRHPO}

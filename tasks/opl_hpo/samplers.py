@@ -38,6 +38,3 @@ class Random:
 
     def create(self, seed: int) -> optuna.samplers.BaseSampler:
         return optuna.samplers.RandomSampler(seed=seed)
-
-
-SAMPLERS = {"tpe": TPE, "random": Random}
