@@ -32,6 +32,7 @@ import numpy as np
 import optuna
 from threadpoolctl import threadpool_limits
 
+from tasks.bandit_tuning.environments.storage import DatasetMissingError
 from tasks.building import build
 from tasks.opl_hpo.data.base import softmax
 from tasks.opl_hpo.policy import PolicySpace
@@ -94,7 +95,10 @@ def validate(config: Mapping[str, Any]) -> None:
     """Fail early on a config that cannot run: bad settings, empty space, missing OBD files."""
     n_trials_of(config)
     logged_data, *_ = build_parts(config)
-    logged_data.check()
+    try:
+        logged_data.check()
+    except DatasetMissingError as err:  # a FileNotFoundError: the driver expects ValueError
+        raise ValueError(str(err)) from err
 
 
 def run_cell(config: Mapping[str, Any]) -> dict[str, Any]:

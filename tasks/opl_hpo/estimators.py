@@ -51,8 +51,12 @@ class DR:
     def fit(self, data: LoggedBandit) -> DR:
         train, self.split = data.train, data.val
         model = fit_logistic(train.x, train.a, train.r, data.n_actions, self.C, 0.0, solver="lbfgs")
-        self.q = model.predict(self.split.x)
-        self.residual = self.split.r - self.q[np.arange(self.split.n), self.split.a]
+        return self.with_reward_model(self.split, model.predict(self.split.x))
+
+    def with_reward_model(self, split: Split, q: np.ndarray) -> DR:
+        """Use the (n, K) reward predictions ``q`` at the contexts of ``split``."""
+        self.split, self.q = split, q
+        self.residual = split.r - q[np.arange(split.n), split.a]
         return self
 
     def per_sample(self, pi: np.ndarray) -> np.ndarray:

@@ -117,12 +117,16 @@ def fit_logistic(
     l1_ratio: float,
     solver: str = "saga",
     max_iter: int = 1000,
+    random_state: int = 0,
 ):
-    """Logistic mu_hat on ``lr_design`` inputs (a constant model if r has one value)."""
+    """Logistic mu_hat on ``lr_design`` inputs (a constant model if r has one value);
+    ``random_state`` seeds saga's sampling order."""
     y = (r > 0).astype(np.int64)
     if y.min() == y.max():
         return ConstantRewardModel(float(y[0]), n_actions)
-    model = LogisticRegression(C=C, l1_ratio=l1_ratio, solver=solver, max_iter=max_iter)
+    model = LogisticRegression(
+        C=C, l1_ratio=l1_ratio, solver=solver, max_iter=max_iter, random_state=random_state
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model.fit(lr_design(x, a, n_actions), y)
@@ -225,7 +229,14 @@ class PolicySpace:
         """mu_hat(.; theta, D_tr) (lower-level optimisation, 001 Algorithm 1/2, line 4)."""
         if params["model"] == "lr":
             return fit_logistic(
-                x, a, r, n_actions, params["C"], params["l1_ratio"], max_iter=self.max_iter
+                x,
+                a,
+                r,
+                n_actions,
+                params["C"],
+                params["l1_ratio"],
+                max_iter=self.max_iter,
+                random_state=random_state,
             )
         y = (r > 0).astype(np.int64)
         if y.min() == y.max():
