@@ -135,3 +135,28 @@ def test_policy_space_samples_table_2_and_traces_inactive_settings_as_minus_one(
             assert row["model"] == 1 and 2 <= row["max_depth"] <= 32 and row["C"] == -1
         seen.add(params["model"])
     assert seen == {"lr", "rf"}
+
+
+def test_repeated_rows_fitted_once_with_weights_give_the_same_model():
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(5)
+    x = np.eye(4)[rng.integers(0, 4, 600)]  # categorical contexts: many repeated rows
+    a = rng.integers(0, 3, 600)
+    r = (rng.random(600) < 0.2 + 0.1 * a).astype(float)
+    model = fit_logistic(x, a, r, 3, C=2.0, l1_ratio=0.0, solver="lbfgs", tol=1e-10)
+    slow = LogisticRegression(C=2.0, solver="lbfgs", max_iter=1000, tol=1e-10)
+    slow.fit(lr_design(x, a, 3), r.astype(int))
+    xs, actions = all_actions(np.eye(4), 3)
+    expected = slow.predict_proba(lr_design(xs, actions, 3))[:, 1].reshape(4, 3)
+    assert np.allclose(model.predict(np.eye(4)), expected, atol=1e-6)
+
+
+def test_distinct_contexts_rebuild_every_row():
+    from tasks.opl_hpo.cell import distinct
+
+    x = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 1.0], [2.0, 2.0]])
+    unique, rows = distinct(x)
+    assert len(unique) == 3 and np.array_equal(unique[rows], x)
+    same, identity = distinct(x[[0, 1, 4]])
+    assert np.array_equal(same, x[[0, 1, 4]]) and np.array_equal(identity, [0, 1, 2])

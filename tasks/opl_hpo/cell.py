@@ -101,6 +101,14 @@ def validate(config: Mapping[str, Any]) -> None:
         raise ValueError(str(err)) from err
 
 
+def distinct(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of x and the index of each row among them (x itself if all are)."""
+    unique, inverse = np.unique(x, axis=0, return_inverse=True)
+    if len(unique) == len(x):
+        return x, np.arange(len(x))
+    return unique, inverse.reshape(-1)
+
+
 def run_cell(config: Mapping[str, Any]) -> dict[str, Any]:
     """Run T trials of the configured procedure; see the module docstring for the result."""
     started = time.perf_counter()
@@ -117,6 +125,9 @@ def run_cell(config: Mapping[str, Any]) -> dict[str, Any]:
         states = model_rng(seed).integers(0, 2**31 - 1, size=n_trials)
         train, val, test = data.train, data.val, data.test
 
+        # mu_hat is predicted once per distinct context (OBD's contexts are categorical)
+        val_x, val_rows = distinct(val.x)
+        test_x, test_rows = distinct(test.x)
         logging_values = estimator.per_sample(val.pi0)
         v_pi0 = test.value(test.pi0)
         best_score = procedure.start(n_trials, logging_values)
@@ -137,8 +148,8 @@ def run_cell(config: Mapping[str, Any]) -> dict[str, Any]:
             trial = study.ask()
             params = space.suggest(trial)
             model = space.fit(params, train.x, train.a, train.r, data.n_actions, states[index])
-            pi_val = softmax(params["beta"] * model.predict(val.x))
-            pi_test = softmax(params["beta"] * model.predict(test.x))
+            pi_val = softmax(params["beta"] * model.predict(val_x))[val_rows]
+            pi_test = softmax(params["beta"] * model.predict(test_x))[test_rows]
             decision = procedure.decide(index + 1, estimator.per_sample(pi_val))
             study.tell(trial, decision.score)
             true_value = (1.0 - decision.alpha) * test.value(pi_test) + decision.alpha * v_pi0

@@ -118,18 +118,31 @@ def fit_logistic(
     solver: str = "saga",
     max_iter: int = 1000,
     random_state: int = 0,
+    tol: float = 1e-4,
 ):
     """Logistic mu_hat on ``lr_design`` inputs (a constant model if r has one value);
-    ``random_state`` seeds saga's sampling order."""
+    ``random_state`` seeds saga's sampling order. Repeated (x, a, r) rows are fitted once
+    with their count as sample weight: the same objective, fewer rows per saga epoch."""
     y = (r > 0).astype(np.int64)
     if y.min() == y.max():
         return ConstantRewardModel(float(y[0]), n_actions)
     model = LogisticRegression(
-        C=C, l1_ratio=l1_ratio, solver=solver, max_iter=max_iter, random_state=random_state
+        C=C,
+        l1_ratio=l1_ratio,
+        solver=solver,
+        max_iter=max_iter,
+        random_state=random_state,
+        tol=tol,
     )
+    rows = np.concatenate([x, a[:, None], y[:, None]], axis=1)
+    unique, counts = np.unique(rows, axis=0, return_counts=True)
+    weights = None
+    if len(unique) < len(rows):  # repeated (x, a, r) rows (OBD's categorical contexts)
+        x, a, y = unique[:, :-2], unique[:, -2].astype(np.int64), unique[:, -1].astype(np.int64)
+        weights = counts.astype(np.float64)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        model.fit(lr_design(x, a, n_actions), y)
+        model.fit(lr_design(x, a, n_actions), y, sample_weight=weights)
     return LinearRewardModel(model, x.shape[1], n_actions)
 
 
