@@ -31,10 +31,6 @@ a directory holding ``bts/`` and ``random/``.
 from __future__ import annotations
 
 import argparse
-import subprocess
-import sys
-import tempfile
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -48,6 +44,7 @@ from tasks.bandit_tuning.environments.storage import (
     sha256_file,
 )
 from tasks.opl_hpo.data.base import LoggedBandit, Split, TestSet
+from tasks.opl_hpo.data.wheels import read_wheel_members
 
 OBP_VERSION = "0.4.1"
 WHEEL_PREFIX = "obp/dataset/obd/"
@@ -141,30 +138,11 @@ def check_files(directory: Path, campaign: str) -> list[Path]:
 def fetch_from_obp_wheel(cache: str | Path | None = None) -> Path:
     """``pip download --no-deps obp==0.4.1`` and extract the OBD sample into <cache>/obd."""
     target = data_dir(cache) / "obd"
-    with tempfile.TemporaryDirectory() as scratch:
-        command = [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--quiet",
-            "--only-binary=:all:",
-            f"obp=={OBP_VERSION}",
-            "-d",
-            scratch,
-        ]
-        done = subprocess.run(command, capture_output=True, text=True)
-        wheels = sorted(Path(scratch).glob("obp-*.whl"))
-        if done.returncode != 0 or not wheels:
-            raise DatasetMissingError(
-                f"`{' '.join(command)}` failed (exit {done.returncode}): "
-                f"{done.stderr.strip()[-2000:]}\n{how_to_get(target.parent)}"
-            )
-        with zipfile.ZipFile(wheels[0]) as wheel:
-            for name in KNOWN_SHA256:
-                payload = wheel.read(WHEEL_PREFIX + name)
-                atomic_write_bytes(target / name, payload)
+    members = read_wheel_members(
+        "obp", OBP_VERSION, [WHEEL_PREFIX + name for name in KNOWN_SHA256], how_to_get(target)
+    )
+    for name in KNOWN_SHA256:
+        atomic_write_bytes(target / name, members[WHEEL_PREFIX + name])
     for campaign in CAMPAIGNS:
         check_files(target, campaign)
     return target
