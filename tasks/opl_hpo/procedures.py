@@ -87,6 +87,8 @@ class CIRHPO:
 
     alpha_t is computed from s_1..s_t with s_t testing the trained pi_hat_t against pi0
     (Eq. 13 writes pi_t, but pi_t depends on alpha_t, so the test must use pi_hat_t).
+    001 writes Eq. 11 and 13 with IPS; with DR as the surrogate (001 Table 1, Fig. 9) both
+    use the cell's estimator's per-sample terms here.
     """
 
     def __init__(
