@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 EXP ?= smoke
 ARGS ?=
 
-.PHONY: reproduce run test test-slow test-experiments bench-orchestration bench-tuners lint bench report clean movielens
+.PHONY: reproduce run test test-slow test-experiments bench-orchestration bench-tuners lint bench report clean movielens obd
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -54,6 +54,9 @@ report: $(STAMP)  ## tables and figures of an experiment (EXP=smoke)
 
 movielens: $(STAMP)  ## MovieLens 100K ratings into .cache/datasets (from PyPI), factorised once
 	$(BIN)/python -m tasks.bandit_tuning.environments.movielens_data --source recbole
+
+obd: $(STAMP)  ## Open Bandit Dataset sample (obp wheel on PyPI) into .cache/datasets/obd, checksummed
+	$(BIN)/python -m tasks.opl_hpo.data.obd
 
 clean:
 	rm -rf $(VENV) outputs multirun mlflow.db mlartifacts reports
