@@ -125,3 +125,16 @@ def test_figures_mark_change_points_and_draw_the_hyperparameter(tmp_path):
     written = hyperparameter_figures(cells, axes, tuner, tmp_path, smooth=5)
     assert [name for name, _ in written] == ["hp_x.png"]
     assert (tmp_path / "hp_x.png").stat().st_size > 1000
+
+
+def test_the_section_chooses_which_axes_make_the_lines():
+    from sweeper.report import _line_axes
+
+    rows = [_cell(t, s, 1.0 + s, dataset={"family": f}) for t in ("cdt", "zooming")
+            for f in ("triangle", "sine") for s in (0, 1)]  # fmt: skip
+    grid = {"tuner": ["cdt", "zooming"], "dataset.family": ["triangle", "sine"]}
+    default = parse({}, task=BANDIT)
+    chosen = parse({"figures": {"lines_by": "dataset.family"}}, task=BANDIT)
+    _, axes = build_axes(_loaded(rows, grid), default)
+    assert [a.key for a in _line_axes(default, axes)] == ["tuner"]
+    assert [a.key for a in _line_axes(chosen, axes)] == ["dataset.family"]

@@ -181,6 +181,13 @@ def build_report(
 
 
 def _line_axes(spec: ReportSpec, axes: list[Axis]) -> list[Axis]:
+    """The axes whose values are the figures' lines: ``figures.lines_by`` when the section
+    names them, else the pivoted axes and the family's compare axis; the other shown axes
+    make the panels."""
+    chosen = spec.figures.get("lines_by")
+    if chosen:
+        keys = [chosen] if isinstance(chosen, str) else list(chosen)
+        return [tables.require_axis(axes, str(k), "report.figures.lines_by") for k in keys]
     line = [a for k in spec.pivot if (a := tables.find_axis(axes, k)) is not None]
     compare = tables.find_axis(axes, spec.compare) if spec.compare else None
     if compare is not None and compare not in line:
