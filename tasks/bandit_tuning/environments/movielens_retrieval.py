@@ -316,10 +316,8 @@ def plot_reward_shape(out: str, environment: MovieLensRetrieval, per_end: int = 
     for ax, (name, rounds) in zip(axes[:2], picks.items(), strict=True):
         for t in rounds:
             user = environment.user(int(t))
-            key = environment._data.key[user]
-            ax.plot(
-                betas, environment.f(user, betas), label=f"t={t + 1}, user {user + 1} (h {key})"
-            )
+            key = f"{environment.order} {environment._data.key[user]}"
+            ax.plot(betas, environment.f(user, betas), label=f"t={t + 1}, user {user + 1} ({key})")
         ax.set_title(f"F(beta), users {name} in the stream")
         ax.set_xlabel("beta")
         ax.legend(fontsize=7)
