@@ -18,13 +18,18 @@ class ExploreThenCommit(Tuner):
 
     Parameters
     ----------
+    n_points : int
+        How many points (per hyperparameter for the grid), at least 1; 004 uses 10.
     explore_fraction : float
         Share of the horizon spent exploring, in (0, 1]; 004 uses 1/2.
     """
 
     label = "explore_then_commit"
 
-    def __init__(self, explore_fraction: float = 0.5) -> None:
+    def __init__(self, n_points: int = 10, explore_fraction: float = 0.5) -> None:
+        if int(n_points) < 1:
+            raise ValueError(f"{self.label}: n_points must be at least 1, got {n_points}")
+        self.n_points = int(n_points)
         if not 0.0 < float(explore_fraction) <= 1.0:
             raise ValueError(
                 f"{self.label}: explore_fraction must be in (0, 1] (004 explores for T/2 "
@@ -79,23 +84,11 @@ class ExploreThenCommit(Tuner):
 class GridSearch(ExploreThenCommit):
     """Grid search (004 Section 7.1.3): ``n_points`` evenly spaced points of [0, 1]
     (0, 1/(n-1), ..., 1; their product over the tuned hyperparameters when p > 1), played
-    round-robin for the first T/2 rounds, then the best mean for the last T/2.
-
-    Parameters
-    ----------
-    n_points : int
-        Points per hyperparameter (004: 10), at least 1.
-    explore_fraction : float
-        Share of the horizon spent exploring (004: 0.5).
+    round-robin for the first T/2 rounds, then the best mean for the last T/2. Parameters
+    as ``ExploreThenCommit`` (``n_points`` per hyperparameter).
     """
 
     label = "grid_search"
-
-    def __init__(self, n_points: int = 10, explore_fraction: float = 0.5) -> None:
-        super().__init__(explore_fraction)
-        if int(n_points) < 1:
-            raise ValueError(f"grid_search: n_points must be at least 1, got {n_points}")
-        self.n_points = int(n_points)
 
     def points(self, dimension: int, rng: np.random.Generator) -> np.ndarray:
         axis = np.linspace(0.0, 1.0, self.n_points) if self.n_points > 1 else np.array([0.5])
