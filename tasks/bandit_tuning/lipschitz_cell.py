@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from tasks.bandit_tuning.environments.lipschitz import SwitchingLipschitz
 from tasks.bandit_tuning.environments.movielens_retrieval import MovieLensRetrieval
@@ -100,25 +101,28 @@ def run_cell(config: Mapping[str, Any]) -> dict[str, Any]:
     rewards = np.empty(horizon)
     chosen = np.empty(horizon)
     state_trace = StateTrace(horizon)
-    for index in range(horizon):
-        if index in changes:
-            tuner.notify_change()
-        if index < warmup:
-            x = float(warmup_rng.uniform(low, high))
-        else:
-            x = float(tuner.propose(index + 1)[ARM])
-            if not 0.0 <= x <= 1.0:
-                raise ValueError(
-                    f"{spec_name(config['tuner'])} proposed x = {x} at round {index + 1}, outside "
-                    "the arm set [0, 1]; give the tuner values inside it"
-                )
-        reward = environment.reward(index, x)
-        if index >= warmup:
-            tuner.observe(reward)
-            state_trace.record(index, tuner.state())
-        instant_regret[index] = environment.best_mean(index) - float(environment.mean(index, x))
-        rewards[index] = reward
-        chosen[index] = x
+    # One BLAS thread, as the bandit cell and Ray workers run (BO's GP algebra otherwise
+    # spawns threads that contend on a loaded machine).
+    with threadpool_limits(limits=1, user_api="blas"):
+        for index in range(horizon):
+            if index in changes:
+                tuner.notify_change()
+            if index < warmup:
+                x = float(warmup_rng.uniform(low, high))
+            else:
+                x = float(tuner.propose(index + 1)[ARM])
+                if not 0.0 <= x <= 1.0:
+                    raise ValueError(
+                        f"{spec_name(config['tuner'])} proposed x = {x} at round {index + 1}, "
+                        "outside the arm set [0, 1]; give the tuner values inside it"
+                    )
+            reward = environment.reward(index, x)
+            if index >= warmup:
+                tuner.observe(reward)
+                state_trace.record(index, tuner.state())
+            instant_regret[index] = environment.best_mean(index) - float(environment.mean(index, x))
+            rewards[index] = reward
+            chosen[index] = x
 
     return cell_result(
         started=started,

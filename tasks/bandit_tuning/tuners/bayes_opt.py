@@ -44,7 +44,9 @@ class BayesOpt(Tuner):
     variance; ``PRIOR_NOISE_VARIANCE`` until a candidate repeats). The kernel's
     hyperparameters (amplitude, length scale) are re-optimised by marginal likelihood when
     the number of observations reaches 2, 4, 8, ... (log2(T/10) times); every other round the
-    posterior is recomputed with the kernel held: O(m^3 + |D| m^2) per round.
+    posterior is recomputed with the kernel held: O(m^3 + |D| m^2) per round, at most
+    O(|D|^3). With |D| = 256 that stays milliseconds; with |D| = 1024, once GP-UCB has tried
+    most candidates, it took about a second a round (bench/results/ncab.md).
 
     Parameters
     ----------
@@ -69,7 +71,7 @@ class BayesOpt(Tuner):
         kernel: str = "matern",
         nu: float = 2.5,
         train_fraction: float = 0.1,
-        n_candidates: int = 1024,
+        n_candidates: int = 256,
         delta: float = 0.1,
         kappa: float | None = None,
         length_scale: float = 0.2,
