@@ -112,9 +112,10 @@ def main() -> None:
         "",
         f"T grows {hs[-1] / hs[0]:.0f}-fold across the table. Every tuner but BO is O(1) per "
         "round (AD²ME and the zooming tuners grow with their active arms), so its cell time "
-        "grows with T. "
+        "grows at most linearly with T (the set-up, about a second, dominates at these T). "
+        ""
         "BO's cost is its T/10 training rounds: each round recomputes the GP posterior on the "
-        "observations aggregated per candidate (m distinct inputs, m <= |D| = 1024), "
+        "observations aggregated per candidate (m distinct inputs, m <= |D| = 256), "
         "O(m^3 + |D| m^2), and re-optimises the kernel at 2, 4, 8, ... observations "
         "(log2(T/10) times). Largest m reached (distinct candidates played):",
         "",
