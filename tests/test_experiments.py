@@ -29,6 +29,9 @@ FULL_SIZE = {
     "lipschitz": 200,
     "lipschitz_released": 120,
     "syndicated": 300,
+    "ncab": 110,
+    "ncab_sensitivity": 200,
+    "cross_tuners": 670,
 }
 C1 = [0.1, 1.0, 2.0, 3.0, 4.0, 5.0]
 C2 = [0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0]
@@ -171,6 +174,9 @@ REDUCED = {
     "lipschitz": ["seeds=1", "horizon=3000"],
     "lipschitz_released": ["seeds=1", "horizon=3000", "dataset.change_points=[762,1591,2493]"],
     "syndicated": ["seeds=1", "horizon=300"],
+    "ncab": ["seeds=1", "horizon=300"],
+    "ncab_sensitivity": ["seeds=1", "horizon=300"],
+    "cross_tuners": ["seeds=1", "horizon=300"],
 }
 
 

@@ -138,3 +138,18 @@ def test_the_section_chooses_which_axes_make_the_lines():
     _, axes = build_axes(_loaded(rows, grid), default)
     assert [a.key for a in _line_axes(default, axes)] == ["tuner"]
     assert [a.key for a in _line_axes(chosen, axes)] == ["dataset.family"]
+
+
+def test_a_distribution_figure_pools_what_it_neither_draws_nor_panels(tmp_path):
+    from sweeper.report.figures import distribution_figure
+    from sweeper.task import Metric
+
+    rows = [_cell(t, s, f + s) for t, f in (("cdt", 10.0), ("oracle", 5.0)) for s in range(6)]
+    cells, axes = build_axes(_loaded(rows, {"tuner": ["cdt", "oracle"]}), parse({}, task=BANDIT))
+    tuner = [a for a in axes if a.key == "tuner"]
+    metric = Metric("final_regret", "Final cumulative regret", "lower")
+    caption = distribution_figure(cells, axes, tuner, tmp_path / "d.png", metric, panels_by=[])
+    assert caption is not None and "one histogram (density) per tuner" in caption
+    assert (tmp_path / "d.png").read_bytes()[:4] == b"\x89PNG"
+    missing = Metric("absent", "absent")
+    assert distribution_figure(cells, axes, tuner, tmp_path / "x.png", missing) is None

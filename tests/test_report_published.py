@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from scipy import stats
 
 from sweeper.report.axes import Axis, canon
@@ -89,6 +90,8 @@ def test_002_table1_appears_in_the_paper():
 def test_published_cells_name_config_options_and_cite_a_table():
     for entry in PUBLISHED:
         assert entry.table in TABLES
+        if entry.table.startswith("004"):  # the tuner alone: no algorithm (test below)
+            continue
         assert entry.cell["algorithm"] in ALGORITHMS
         assert entry.cell.get("tuner", "theory") in TUNERS
         assert entry.value > 0
@@ -100,6 +103,23 @@ def test_published_cells_name_config_options_and_cite_a_table():
     }
     assert {e.cell["tuner"] for e in table4 if e.cell["algorithm"] == "linucb"} == {"tl", "op"}
     assert DISPLAY_NAMES["ucb_glm"] == "UCB-GLM"
+
+
+def test_004_table1_appears_in_the_paper_under_the_tuner_names_ncab_gives():
+    text = _paper("004")
+    grid = yaml.safe_load((Path(__file__).parent.parent / "conf/exp/ncab.yaml").read_text())
+    names = set()
+    for block in grid["sweep"]["grid"]:
+        names |= set(block.get("tuner.name") or block["tuner"])
+    entries = [e for e in PUBLISHED if e.table == "004 Table 1"]
+    assert len(entries) == 18 and {e.cell["tuner"] for e in entries} <= names
+    rows = {line.split("\t")[0]: line.split("\t")[1:] for line in text.splitlines()}
+    for entry in entries:
+        score, seconds = rows[DISPLAY_NAMES[entry.cell["tuner"]].replace("²", " ² ")]
+        if entry.metric == "cumulative_reward":
+            assert score.rstrip("*") == f"{entry.value:g} \\pm {entry.sd:.1f}"
+        else:
+            assert seconds == f"{entry.value:g}"
 
 
 def test_canonical_values():

@@ -180,11 +180,11 @@ def build_report(
     return Report(name, out, cells, axes, built, written[1], written[0], notes)
 
 
-def _line_axes(spec: ReportSpec, axes: list[Axis]) -> list[Axis]:
-    """The axes whose values are the figures' lines: ``figures.lines_by`` when the section
-    names them, else the pivoted axes and the family's compare axis; the other shown axes
-    make the panels."""
-    chosen = spec.figures.get("lines_by")
+def _line_axes(spec: ReportSpec, axes: list[Axis], chosen: Any = None) -> list[Axis]:
+    """The axes whose values are the figures' lines: ``chosen``, else ``figures.lines_by``
+    when the section names them, else the pivoted axes and the family's compare axis; the
+    other shown axes make the panels."""
+    chosen = chosen or spec.figures.get("lines_by")
     if chosen:
         keys = [chosen] if isinstance(chosen, str) else list(chosen)
         return [tables.require_axis(axes, str(k), "report.figures.lines_by") for k in keys]
@@ -240,6 +240,19 @@ def _write(
             )
             if caption:
                 drawn.append((f"figures/{path.name}", caption))
+    for entry in options.get("distributions") or []:
+        entry = entry if isinstance(entry, dict) else {"metric": entry}
+        name = str(entry["metric"])
+        by = _line_axes(spec, axes, entry.get("lines_by"))
+        panels = entry.get("panels_by")
+        panels = None if panels is None else [tables.require_axis(axes, str(k), "panels_by")
+                                              for k in panels]  # fmt: skip
+        path = figure_dir / f"distribution_{name}.png"
+        caption = figures.distribution_figure(
+            cells, axes, by, path, task.metric(name), None, spec.compare, panels
+        )
+        if caption:
+            drawn.append((f"figures/{path.name}", caption))
     if options.get("hyperparameters", True):
         smooth = int(options.get("smooth") or 0)
         x_label = next((c.x for c in task.curves.values()), "step")

@@ -23,7 +23,7 @@ import pandas as pd  # noqa: E402
 
 from sweeper.report.axes import Axis  # noqa: E402
 from sweeper.report.load import MARKS  # noqa: E402
-from sweeper.task import Curve  # noqa: E402
+from sweeper.task import Curve, Metric  # noqa: E402
 
 PANEL = (4.2, 3.0)
 MAX_COLUMNS = 4
@@ -274,3 +274,56 @@ def hyperparameter_figures(
             )
         plt.close(fig)
     return written
+
+
+def distribution_figure(
+    cells: pd.DataFrame,
+    axes: Sequence[Axis],
+    line_axes: Sequence[Axis],
+    path: Path,
+    metric: Metric,
+    only: Sequence[Any] | None = None,
+    compare: str | None = None,
+    panels_by: Sequence[Axis] | None = None,
+) -> str | None:
+    """The distribution of a summary ``metric`` over cells (seeds, and every axis that is
+    neither a line nor a panel), one outlined histogram (density) per ``line_axes`` value
+    and panel (e.g. 001 Figure 2: the overestimation bias of TPE against random search).
+    ``panels_by`` (default: every other shown axis) chooses the panels; [] pools all.
+
+    Returns the figure's caption, or None when no FINISHED cell recorded the metric.
+    """
+    finished = cells[cells["status"] == "FINISHED"]
+    if metric.name not in finished or not finished[metric.name].notna().any():
+        return None
+    if panels_by is None:
+        panel_axes, panels = _layout(finished, axes, line_axes)
+    else:
+        panel_axes = list(panels_by)
+        panels = _layout(finished, panel_axes, [])[1]
+    lines = _lines(finished, line_axes, only, compare)
+    colors = _colors([label for _, label in lines])
+    values = pd.to_numeric(finished[metric.name], errors="coerce")
+    edges = np.histogram_bin_edges(values.dropna(), bins=30)
+    rows_hint = len(panel_axes[0].values) if len(panel_axes) > 1 else 1
+    fig, ax_list, columns = _figure(len(panels), rows_hint)
+    for ax, combo in zip(ax_list, panels, strict=True):
+        frame = _select(finished, panel_axes, combo)
+        for line, label in lines:
+            data = pd.to_numeric(_select(frame, line_axes, line)[metric.name], errors="coerce")
+            data = data.dropna()
+            if len(data):
+                ax.hist(data, bins=edges, density=True, histtype="step", lw=1.4,
+                        color=colors[label], label=f"{label} (n={len(data)})")  # fmt: skip
+        ax.set_title(_panel_title(panel_axes, combo), fontsize=10)
+        ax.set_xlabel(metric.title)
+        ax.set_ylabel("density")
+        ax.grid(alpha=0.3)
+    _legend(fig, ax_list, columns)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    lines_by = " and ".join(a.header.lower() for a in line_axes) or "cell"
+    pooled = [a.header.lower() for a in axes if a.shown and a not in [*line_axes, *panel_axes]]
+    return f"Distribution of {metric.title} over cells, one histogram (density) per {lines_by}" + (
+        f", pooling seeds and {', '.join(pooled)}." if pooled else ", over seeds."
+    )

@@ -7,6 +7,10 @@ the regret is max f_t - f_t(x). The cell returns the same shape as ``cell.run_ce
 Privileged information goes through one explicit hook: before the first round of every
 new stationary piece (each true change point) the cell calls ``tuner.notify_change()``.
 Every tuner ignores it except the Oracle, which restarts there.
+
+The same cell runs 004's retrieval-threshold problem (``dataset=movielens_retrieval``,
+004 Section 7.1.2): x is the threshold beta, the reward the F-score F_t(beta) of the
+round's user, and the regret max_beta F_t - F_t(x); it has no known change points.
 """
 
 from __future__ import annotations
@@ -16,8 +20,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from tasks.bandit_tuning.environments.lipschitz import SwitchingLipschitz
+from tasks.bandit_tuning.environments.movielens_retrieval import MovieLensRetrieval
 from tasks.bandit_tuning.results import (
     StateTrace,
     cell_result,
@@ -31,11 +37,14 @@ from tasks.bandit_tuning.tuners.base import Tuner
 from tasks.building import build
 
 ARM = "x"
+ENVIRONMENTS = (SwitchingLipschitz, MovieLensRetrieval)
+"""The tuner-only environments: switching Lipschitz functions (003 A.3) and the retrieval
+threshold of 004 Section 7.1.2 (``dataset=movielens_retrieval``); both have arms [0, 1]."""
 
 
 def build_parts(
     config: Mapping[str, Any],
-) -> tuple[Tuner, SwitchingLipschitz, list[Hyperparameter]]:
+) -> tuple[Tuner, SwitchingLipschitz | MovieLensRetrieval, list[Hyperparameter]]:
     """The tuner, the environment and the one-dimensional space [0, 1] of x.
 
     ``config['space']`` may override the interval or the candidate set of x, as it does for
@@ -43,9 +52,10 @@ def build_parts(
     dataset's ``candidates``.
     """
     environment = build(config["dataset"])
-    if not isinstance(environment, SwitchingLipschitz):
+    if not isinstance(environment, ENVIRONMENTS):
         raise ValueError(
-            f"the Lipschitz cell needs dataset=lipschitz, got {spec_name(config['dataset'])}; "
+            "the tuner-only cell needs dataset=lipschitz or dataset=movielens_retrieval, got "
+            f"{spec_name(config['dataset'])}; "
             "use cell=tasks.bandit_tuning.cell.run_cell for the contextual-bandit datasets"
         )
     arm = Hyperparameter(ARM, default=0.5, interval=(0.0, 1.0), candidates=environment.candidates)
@@ -54,8 +64,9 @@ def build_parts(
     low, high = arm.interval
     if low < 0.0 or high > 1.0 or any(not 0.0 <= c <= 1.0 for c in arm.candidates):
         raise ValueError(
-            f"the arm set of the Lipschitz benchmark is [0, 1]; space.interval {arm.interval} "
-            f"and space.candidates {list(arm.candidates)} must lie inside it"
+            f"the arm set of {spec_name(config['dataset'])} (x, a point or a threshold) is "
+            f"[0, 1]; space.interval {arm.interval} and space.candidates "
+            f"{list(arm.candidates)} must lie inside it: set them within [0, 1] or null"
         )
     return build(config["tuner"]), environment, [arm]
 
@@ -90,37 +101,35 @@ def run_cell(config: Mapping[str, Any]) -> dict[str, Any]:
     rewards = np.empty(horizon)
     chosen = np.empty(horizon)
     state_trace = StateTrace(horizon)
-    for index in range(horizon):
-        if index in changes:
-            tuner.notify_change()
-        if index < warmup:
-            x = float(warmup_rng.uniform(low, high))
-        else:
-            x = float(tuner.propose(index + 1)[ARM])
-            if not 0.0 <= x <= 1.0:
-                raise ValueError(
-                    f"{spec_name(config['tuner'])} proposed x = {x} at round {index + 1}, outside "
-                    "the arm set [0, 1]; give the tuner values inside it"
-                )
-        reward = environment.reward(index, x)
-        if index >= warmup:
-            tuner.observe(reward)
-            state_trace.record(index, tuner.state())
-        instant_regret[index] = environment.best_mean(index) - float(environment.mean(index, x))
-        rewards[index] = reward
-        chosen[index] = x
+    # One BLAS thread, as the bandit cell and Ray workers run (BO's GP algebra otherwise
+    # spawns threads that contend on a loaded machine).
+    with threadpool_limits(limits=1, user_api="blas"):
+        for index in range(horizon):
+            if index in changes:
+                tuner.notify_change()
+            if index < warmup:
+                x = float(warmup_rng.uniform(low, high))
+            else:
+                x = float(tuner.propose(index + 1)[ARM])
+                if not 0.0 <= x <= 1.0:
+                    raise ValueError(
+                        f"{spec_name(config['tuner'])} proposed x = {x} at round {index + 1}, "
+                        "outside the arm set [0, 1]; give the tuner values inside it"
+                    )
+            reward = environment.reward(index, x)
+            if index >= warmup:
+                tuner.observe(reward)
+                state_trace.record(index, tuner.state())
+            instant_regret[index] = environment.best_mean(index) - float(environment.mean(index, x))
+            rewards[index] = reward
+            chosen[index] = x
 
     return cell_result(
         started=started,
         instant_regret=instant_regret,
         rewards=rewards,
         warmup=warmup,
-        params={
-            **space_params(space),
-            "change_points": str([int(c) for c in environment.change_points]),
-            "peaks": str([float(a) for a in environment.peaks]),
-            **tuner.params(),
-        },
+        params={**space_params(space), **environment.params(), **tuner.params()},
         names=[ARM],
         values=chosen[:, None],
         state=state_trace,

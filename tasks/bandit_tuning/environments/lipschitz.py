@@ -125,6 +125,13 @@ class SwitchingLipschitz:
         self._block_start = -self.block_rounds
         self._noise = np.zeros(self.block_rounds)
 
+    def params(self) -> dict[str, str]:
+        """The layout of the run, recorded with the cell."""
+        return {
+            "change_points": str([int(c) for c in self.change_points]),
+            "peaks": str([float(a) for a in self.peaks]),
+        }
+
     def piece(self, t: int) -> int:
         """Index of the stationary piece that round ``t`` (0-based) belongs to."""
         return int(np.searchsorted(self.change_points, t, side="right"))

@@ -90,6 +90,7 @@ class Ratings:
     n_users: int
     n_movies: int
     source: Path
+    timestamps: np.ndarray | None = None  # seconds since 1970 (UTC), one per rating
 
     def subset(self, rows: np.ndarray) -> Ratings:
         return Ratings(
@@ -99,6 +100,7 @@ class Ratings:
             self.n_users,
             self.n_movies,
             self.source,
+            None if self.timestamps is None else self.timestamps[rows],
         )
 
 
@@ -279,7 +281,7 @@ def _parse(payload: bytes, source: Path) -> Ratings:
     pairs = users_i * N_MOVIES + movies_i
     if len(np.unique(pairs)) != len(pairs):
         raise DatasetFormatError(f"{source}: a (user, movie) pair is rated twice; corrupted file")
-    return Ratings(users_i, movies_i, ratings, N_USERS, N_MOVIES, source)
+    return Ratings(users_i, movies_i, ratings, N_USERS, N_MOVIES, source, values[:, 3])
 
 
 def read_ratings(path: str | Path) -> Ratings:

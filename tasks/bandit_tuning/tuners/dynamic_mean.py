@@ -84,8 +84,12 @@ class PerHyperparameterD2ME(Tuner):
     def __init__(self, drop: str, expected_changes: float) -> None:
         if drop not in DROPS:
             raise ValueError(f"unknown drop '{drop}'; choose one of {DROPS}")
-        if not expected_changes > 0:
-            raise ValueError(f"expected_changes (Gamma) must be > 0, got {expected_changes}")
+        if not float(expected_changes) >= 1.0:
+            raise ValueError(
+                f"expected_changes (Gamma-hat, the estimated number of stationary pieces in "
+                f"004 Theorems 4.1 and 4.2) must be at least 1 (one piece: no change), got "
+                f"{expected_changes}; set tuner.expected_changes to 1 or more (004 uses 10)"
+            )
         self.drop = drop
         self.expected_changes = float(expected_changes)
 
