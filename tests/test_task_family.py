@@ -18,6 +18,7 @@ from omegaconf import OmegaConf
 from sweeper.cells import Cell, cell_key
 from sweeper.grid import CONF_DIR, expand
 from sweeper.migrate import LEGACY_TAG
+from sweeper.provenance import code_tags
 from sweeper.report import build_report
 from sweeper.sweep import run_sweep
 from sweeper.task import TaskError, parse_task
@@ -126,6 +127,7 @@ def test_a_family_without_groups_sweeps_summarises_and_reports(
 
 
 def test_each_run_records_the_code_that_made_it(composer, tracking_uri, ray_local):
+    code_tags.cache_clear()  # read the checkout as it is now
     _sweep(composer, _toy(tracking_uri, "provenance", "seeds=1"))
     client = MlflowClient(tracking_uri)
     (run,) = [
