@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from sweeper.grid import CONF_DIR, check_option, expand, group_options
+from sweeper.grid import CONF_DIR, check_option, expand, group_options, is_group
 from sweeper.sweep import run_sweep
 from tests.data_fixtures import movielens_file, r6a_line, write_r6a  # noqa: F401  (fixture)
 
@@ -32,6 +32,11 @@ FULL_SIZE = {
     "ncab": 110,
     "ncab_sensitivity": 200,
     "cross_tuners": 670,
+    "opl_hpo": 1000,
+    "opl_hpo_sensitivity": 250,
+    "opl_hpo_ablation": 100,
+    "opl_bounds": 450,
+    "opl_hpo_obd": 20,
 }
 C1 = [0.1, 1.0, 2.0, 3.0, 4.0, 5.0]
 C2 = [0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0]
@@ -40,12 +45,13 @@ TWO_HYPERPARAMETERS = {"gloc", "sgd_ts"}
 
 
 def unknown_options(spec) -> list[str]:
-    """Algorithm, tuner and dataset names an experiment's grid uses that have no config."""
+    """Option names of config groups (algorithm, tuner, procedure, ...) that an experiment's
+    grid uses but that have no config."""
     grid = OmegaConf.to_container(spec.sweep.grid, resolve=True)
     missing = []
     for block in grid if isinstance(grid, list) else [grid]:
-        for group in ("algorithm", "tuner", "dataset"):
-            for value in block.get(group, []):
+        for group in (k for k in block if is_group(k)):
+            for value in block[group]:
                 try:
                     check_option(group, value)
                 except ValueError:
@@ -177,6 +183,10 @@ REDUCED = {
     "ncab": ["seeds=1", "horizon=300"],
     "ncab_sensitivity": ["seeds=1", "horizon=300"],
     "cross_tuners": ["seeds=1", "horizon=300"],
+    "opl_hpo": ["seeds=1", "n_trials=3", "logged_data.n_train=200", "logged_data.n_val=200"],
+    "opl_hpo_sensitivity": ["seeds=1", "n_trials=3"],
+    "opl_hpo_ablation": ["seeds=1", "n_trials=3"],
+    "opl_bounds": ["seeds=1"],
 }
 
 

@@ -219,3 +219,24 @@ def test_report_section_errors_are_clear():
     assert spec.reference == "tl" and spec.pivot == ["space.candidates"]
     assert [t.name for t in spec.tables] == ["regret", "runtime"]
     assert spec.tables[0].pivot == ["space.candidates"]
+
+
+def test_a_transposed_table_puts_the_compared_values_in_rows():
+    axes = [
+        Axis("dataset", "dataset", True, ["retrieval"], {}),
+        Axis("tuner", "tuner", True, ["gs", "bo"], {"gs": "Grid", "bo": "BO"}),
+    ]
+    rows = [
+        {"dataset": "retrieval", "tuner": t, "seed": s, "status": "FINISHED", "f": v + s}
+        for t, v in (("gs", 10.0), ("bo", 20.0))
+        for s in (0, 1)
+    ]
+    frame = pd.DataFrame(rows)
+    frame["@dataset"], frame["@tuner"] = frame["dataset"], frame["tuner"]
+    frame["config"] = [{}] * len(frame)
+    published = [Published("T1", "f", {"tuner": "gs"}, 3396.0)]
+    spec = TableSpec("f", "f", "Cumulative F", [], {}, None, "mean_sd", "max", transpose=True)
+    table = metric_table(frame, axes, spec, published, {"T1": "Table one"}, "tuner")
+    assert table.header == ["Dataset", "Tuner", "Cumulative F", "published [T1]"]
+    assert [r[1:3] for r in table.rows] == [["Grid", "10.50 ± 0.71"], ["BO", "20.50 ± 0.71"]]
+    assert table.rows[0][3] == "3396.00" and table.bold == {(1, 2)}  # the best of the column

@@ -16,6 +16,7 @@ Every key is optional::
           metric: final_regret
           where: {tuner.restart_multiplier: 3}     # keep only these cells
           published: ["003 Table 4", {table: "003 Table 5", where: {T1: "T^(2/(p+3))"}}]
+          transpose: false           # true: the compared values (e.g. tuners) are rows
       paired: {axis: tuner, reference: cdt, metric: final_regret, where: {}}   # or false
                                      # (defaults: the family's compare axis, reference, lead)
       optimum: {axis: tuner.value, metric: final_regret}            # 003 Table 3
@@ -43,7 +44,7 @@ from sweeper.task import GENERIC, Task
 RUNTIME = "runtime_s"
 """The summary metric a cell's own runtime goes by (a default table when cells record it)."""
 SECTION_KEYS = {"title", "axes", "pivot", "tables", "paired", "optimum", "figures", "reference"}
-TABLE_KEYS = {"name", "metric", "title", "pivot", "where", "published", "stat"}
+TABLE_KEYS = {"name", "metric", "title", "pivot", "where", "published", "stat", "transpose"}
 
 
 @dataclass
@@ -62,6 +63,7 @@ class TableSpec:
     published: list[PublishedChoice] | None  # None: every table whose cells are all axes
     stat: str = "mean_sd"
     better: str | None = None  # 'min', 'max' or None (from the family's metrics)
+    transpose: bool = False  # the compare axis makes rows, not columns (e.g. 004 Table 1)
 
 
 @dataclass
@@ -192,6 +194,7 @@ def parse(
                 published=_published(table.get("published"), f"tables[{index}]"),
                 stat=stat,
                 better=task.better(metric),
+                transpose=bool(table.get("transpose", False)),
             )
         )
     names = [t.name for t in spec.tables]

@@ -206,7 +206,7 @@ def metric_table(
     ``compare`` axis (the family's) joins the pivoted ones as columns."""
     cells = filter_cells(cells, axes, spec.where)
     col_axes = [require_axis(axes, k, f"table '{spec.name}' pivot") for k in spec.pivot]
-    lines = find_axis(axes, compare) if compare else None
+    lines = find_axis(axes, compare) if compare and not spec.transpose else None
     if lines is not None and lines not in col_axes and (len(lines.values) > 1 or not col_axes):
         col_axes.append(lines)
     # Rows: the shown axes left, except those this table's cells hold one value of (an
@@ -246,13 +246,14 @@ def metric_table(
     header = [a.header for a in row_axes]
     layout: list[tuple[int, str | None]] = []
     for j, col in enumerate(cols):
-        header.append(_label(col_axes, col) or spec.metric)
+        header.append(_label(col_axes, col) or spec.title)
         layout.append((j, None))
         for table in tables_per_col[j]:
-            header.append(f"{_label(col_axes, col)} [{table}]")
+            header.append(f"{_label(col_axes, col) or 'published'} [{table}]")
             layout.append((j, table))
     full = max((s["n"] + s["n_failed"] for s in stats.values()), default=0)
     text_rows, bold, tidy, mismatches = [], set(), [], {}
+    column_means: list[dict[int, float]] = []
     for i, row in enumerate(rows):
         line = [a.label(v) for a, v in zip(row_axes, row, strict=True)]
         means = {}
@@ -267,10 +268,11 @@ def metric_table(
                 line.append("" if value is None else fmt(value) + (DAGGER if differs else ""))
                 if differs:
                     mismatches.setdefault(table, set()).update(differs)
-        if spec.better and len(means) > 1:
+        if spec.better and len(means) > 1 and not spec.transpose:
             pick = min if spec.better == "min" else max
             best = pick(means.values())
             bold |= {(i, c) for c, m in means.items() if m == best}
+        column_means.append(means)
         text_rows.append(line)
         for j, col in enumerate(cols):
             s = stats.get((i, j))
@@ -286,6 +288,12 @@ def metric_table(
                 record[f"published [{table}] settings differ"] = "; ".join(differs)
             tidy.append(record)
 
+    if spec.transpose and spec.better:  # the compared values are rows: best per column
+        pick = min if spec.better == "min" else max
+        for column in {c for means in column_means for c in means}:
+            values = {i: m[column] for i, m in enumerate(column_means) if column in m}
+            best = pick(values.values())
+            bold |= {(i, column) for i, v in values.items() if v == best}
     footnotes = [
         f"{captions.get(t, t)}."
         for t, _, _ in sources
@@ -298,6 +306,8 @@ def metric_table(
             + "; compare with care."
         )
     caption = _caption(spec, full)
+    if spec.transpose:
+        caption = caption.replace("the best in each row is bold", "the best in each column is bold")
     return Table(
         spec.name, spec.title, caption, header, text_rows, bold, footnotes, pd.DataFrame(tidy)
     )
