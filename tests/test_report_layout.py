@@ -153,3 +153,19 @@ def test_a_distribution_figure_pools_what_it_neither_draws_nor_panels(tmp_path):
     assert (tmp_path / "d.png").read_bytes()[:4] == b"\x89PNG"
     missing = Metric("absent", "absent")
     assert distribution_figure(cells, axes, tuner, tmp_path / "x.png", missing) is None
+
+
+def test_a_metric_against_an_axis_draws_one_point_per_value(tmp_path):
+    from sweeper.report.figures import against_figure
+    from sweeper.task import Metric
+
+    rows = [_cell("sd2me", s, 10.0 * k + s, tuner={"expected_changes": k})
+            for k in (5, 10, 25) for s in (0, 1)]  # fmt: skip
+    grid = {"tuner": ["sd2me"], "tuner.expected_changes": [5, 10, 25]}
+    cells, axes = build_axes(_loaded(rows, grid), parse({}, task=BANDIT))
+    x_axis = next(a for a in axes if a.key == "tuner.expected_changes")
+    tuner = [a for a in axes if a.key == "tuner"]
+    metric = Metric("final_regret", "Final cumulative regret", "lower")
+    caption = against_figure(cells, axes, x_axis, tuner, tmp_path / "a.png", metric)
+    assert caption is not None and "against tuner.expected_changes" in caption
+    assert (tmp_path / "a.png").stat().st_size > 1000

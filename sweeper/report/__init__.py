@@ -253,6 +253,16 @@ def _write(
         )
         if caption:
             drawn.append((f"figures/{path.name}", caption))
+    for entry in options.get("against") or []:
+        x_axis = tables.require_axis(axes, str(entry["axis"]), "report.figures.against")
+        name = str(entry.get("metric") or task.lead)
+        by = _line_axes(spec, axes, entry.get("lines_by"))
+        path = figure_dir / f"against_{x_axis.name}_{name}.png".replace("/", "_")
+        caption = figures.against_figure(
+            cells, axes, x_axis, by, path, task.metric(name), only, spec.compare
+        )
+        if caption:
+            drawn.append((f"figures/{path.name}", caption))
     if options.get("hyperparameters", True):
         smooth = int(options.get("smooth") or 0)
         x_label = next((c.x for c in task.curves.values()), "step")

@@ -133,7 +133,7 @@ def _legend(fig, ax_list, columns: int) -> None:
             [handles[label] for label in labels],
             labels,
             loc="outside lower center",
-            ncol=min(len(labels), 3 * columns),
+            ncol=min(len(labels), 2 * columns),
             frameon=False,
         )
 
@@ -327,3 +327,66 @@ def distribution_figure(
     return f"Distribution of {metric.title} over cells, one histogram (density) per {lines_by}" + (
         f", pooling seeds and {', '.join(pooled)}." if pooled else ", over seeds."
     )
+
+
+def against_figure(
+    cells: pd.DataFrame,
+    axes: Sequence[Axis],
+    x_axis: Axis,
+    line_axes: Sequence[Axis],
+    path: Path,
+    metric: Metric,
+    only: Sequence[Any] | None = None,
+    compare: str | None = None,
+) -> str | None:
+    """A summary ``metric`` (mean +- 1 sd over seeds) against the values of ``x_axis``, one
+    line per ``line_axes`` value, one panel per combination of the other shown axes (e.g.
+    004 Figure 1: cumulative F against the estimated number of changes).
+
+    Returns the figure's caption, or None when no FINISHED cell recorded the metric.
+    """
+    finished = cells[cells["status"] == "FINISHED"]
+    if metric.name not in finished or not finished[metric.name].notna().any():
+        return None
+    line_axes = [a for a in line_axes if a is not x_axis]
+    panel_axes, panels = _layout(finished, [a for a in axes if a is not x_axis], line_axes)
+    lines = _lines(finished, line_axes, only, compare)
+    colors = _colors([label for _, label in lines])
+    numeric = all(_is_number(v) for v in x_axis.values)
+    rows_hint = len(panel_axes[0].values) if len(panel_axes) > 1 else 1
+    fig, ax_list, columns = _figure(len(panels), rows_hint)
+    for ax, combo in zip(ax_list, panels, strict=True):
+        frame = _select(finished, panel_axes, combo)
+        for line, label in lines:
+            own = _select(frame, line_axes, line)
+            values = pd.to_numeric(own[metric.name], errors="coerce")
+            stats = values.groupby(own[x_axis.column]).agg(["mean", "std"])
+            stats = stats.reindex([v for v in x_axis.values if v in stats.index])
+            if not len(stats):
+                continue
+            xs = [float(v) for v in stats.index] if numeric else list(range(len(stats)))
+            sd = stats["std"].fillna(0.0).to_numpy()
+            ax.errorbar(xs, stats["mean"], yerr=sd, marker="o", ms=4, capsize=3, lw=1.4,
+                        color=colors[label], label=label)  # fmt: skip
+            if not numeric:
+                ax.set_xticks(xs, [x_axis.label(v) for v in stats.index])
+        ax.set_title(_panel_title(panel_axes, combo), fontsize=10)
+        ax.set_xlabel(x_axis.name)
+        ax.set_ylabel(metric.title)
+        ax.grid(alpha=0.3)
+    _legend(fig, ax_list, columns)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    lines_by = " and ".join(a.header.lower() for a in line_axes) or "cell"
+    return (
+        f"{metric.title} against {x_axis.name}: mean over seeds with ±1 standard deviation, "
+        f"one line per {lines_by}."
+    )
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

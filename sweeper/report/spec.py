@@ -22,8 +22,10 @@ Every key is optional::
       optimum: {axis: tuner.value, metric: final_regret}            # 003 Table 3
       figures: {curves: true, hyperparameters: true, lines: [cdt, tl, op, theory],
                 lines_by: [tuner],   # the axes whose values are lines (default: pivot + compare)
-                distributions: [final_regret, {metric: runtime_s, lines_by: [algorithm]}]}
-                                     # histograms of summary metrics over cells
+                # histograms of summary metrics over cells (panels_by: [] pools them)
+                distributions: [final_regret, {metric: runtime_s, lines_by: [algorithm]}],
+                # a summary metric (mean +- sd) against the values of an axis
+                against: [{axis: space.candidates, metric: final_regret}]}
 
 The section used is the one recorded in the newest sweep's ``config.yaml``, updated by
 the one in ``conf/exp/NAME.yaml`` as it is now (so layout edits need no rerun).
