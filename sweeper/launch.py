@@ -296,15 +296,14 @@ def _receive(generator: Any, in_flight: dict[Any, _Slot], max_retries: int) -> I
         value = ray.get(next(generator))
     except Exception as err:  # the worker died more often than max_retries, or a lost node
         del in_flight[generator]
-        attempts = max_retries + 1
+        if slot.started is None:  # e.g. the raylet died with the cell still queued
+            how = "the cell never started"
+        else:
+            how = f"after up to {max_retries + 1} attempt(s)"
         yield Event(
             "finished",
             slot.cell,
-            Outcome(
-                "FAILED",
-                error=f"{type(err).__name__} (after {attempts} attempt(s)): {err}"[:2000],
-                **slot.where,
-            ),
+            Outcome("FAILED", error=f"{type(err).__name__} ({how}): {err}"[:2000], **slot.where),
         )
         return
     if isinstance(value, Outcome):

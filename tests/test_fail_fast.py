@@ -199,3 +199,21 @@ def test_an_error_inside_the_sweep_never_leaves_its_parent_running(
     client = MlflowClient(tracking_uri)
     (parent,) = client.search_runs([client.get_experiment_by_name("ff").experiment_id])
     assert parent.data.tags["role"] == "sweep" and parent.info.status == "FAILED"
+
+
+def test_a_lost_cell_says_whether_it_ever_started():
+    from sweeper.cells import Cell
+    from sweeper.launch import _receive, _Slot
+
+    def lost():
+        raise RuntimeError("the raylet died")
+        yield  # pragma: no cover
+
+    cell = Cell({"cell": "sweeper.toy.toy_cell", "seed": 0})
+    queued, started = lost(), lost()
+    in_flight = {queued: _Slot(cell), started: _Slot(cell, started=time.time())}
+    (never,) = _receive(queued, in_flight, max_retries=2)
+    (tried,) = _receive(started, in_flight, max_retries=2)
+    assert "(the cell never started): the raylet died" in never.outcome.error
+    assert "(after up to 3 attempt(s)): the raylet died" in tried.outcome.error
+    assert not in_flight
