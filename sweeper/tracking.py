@@ -57,6 +57,9 @@ CELLS_TABLE = "cells.parquet"
 CELL_ARTIFACT = "cell.npz"
 MAX_PARAM_LENGTH = 500
 PAGE = 10_000
+EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
+"""Marks an experiment as model training for MLflow 3's UI, which otherwise opens an
+experiment without traces on its GenAI overview instead of the runs table."""
 MAX_INDEX_PARENTS = 16
 """Past this many sweeps in one experiment, the index is one search of all cell runs."""
 ORPHAN_AFTER_MS = 120_000
@@ -212,6 +215,8 @@ class Tracker:
             if found.lifecycle_stage == "deleted":
                 self.client.restore_experiment(found.experiment_id)
             self.experiment_id = found.experiment_id
+        if found is None or found.tags.get(EXPERIMENT_KIND[0]) != EXPERIMENT_KIND[1]:
+            self.client.set_experiment_tag(self.experiment_id, *EXPERIMENT_KIND)
 
     def _artifact_location(self, experiment: str) -> str | None:
         """Beside a local sqlite store, artifacts go to ``mlartifacts/`` next to the file."""

@@ -137,6 +137,8 @@ def test_each_run_records_the_code_that_made_it(composer, tracking_uri, ray_loca
     ]
     tags = run.data.tags
     assert tags["sweeper.version"] == "0.1.0"
+    kind = client.get_experiment_by_name("provenance").tags["mlflow.experimentKind"]
+    assert kind == "custom_model_development"  # the MLflow UI opens on the runs table
     head = subprocess.run(
         ["git", "rev-parse", "HEAD"], cwd=CONF_DIR.parent, capture_output=True, text=True
     )
