@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tasks.opl_hpo.published import PUBLISHED, TABLES
-
-PAPER = sorted(Path("/work/shared/papers").glob("001_*.txt"))
+from tests.test_report_published import papers_directory
 
 
 @pytest.fixture(scope="module")
 def text() -> str:
-    if not PAPER:
-        pytest.skip("paper 001 is not available here")
-    return PAPER[0].read_text()
+    """001's text from shared/papers beside the clone; a missing paper fails the tests."""
+    found = sorted(papers_directory().glob("001_*.txt"))
+    assert found, f"paper 001 (001_*.txt) is missing from {papers_directory()}"
+    return found[0].read_text()
 
 
 def test_logging_policy_rows_appear_in_the_paper(text):
