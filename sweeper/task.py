@@ -166,6 +166,13 @@ def parse_task(block: Mapping[str, Any] | None) -> Task:
         )
         for name, spec in _entries(block.get("curves"), "task.curves").items()
     }
+    shared = sorted(set(metrics) & set(curves))
+    if shared:
+        raise TaskError(
+            f"task.metrics and task.curves both name {shared}: a run stores a summary metric "
+            "and a curve under the same MLflow metric key, so the two would overwrite each "
+            "other; give the curve its own name (for example best_<name>)"
+        )
     return Task(
         name=str(block["name"]),
         result_version=version,

@@ -123,7 +123,7 @@ def test_opl_hpo_cell_synthetic_shapes_and_best_so_far_curves():
     }
     for result in results.values():
         check_result(result, n)
-        surrogate = result["curves"]["surrogate"]
+        surrogate = result["curves"]["best_surrogate"]
         assert np.all(np.diff(surrogate) >= 0)  # the incumbent's score never decreases
         assert 0 <= result["summary"]["pi0_optimality"] <= 1
     # paired: the same logged data, hence the same V(pi0), for both procedures

@@ -86,8 +86,9 @@ def test_cir_hpo_without_air_and_cso_equals_baseline_trial_for_trial():
     plain = run_cell(synthetic_config(cir(cso=False, air=False), beta0=0.0))
     baseline = run_cell(synthetic_config(BASELINE, beta0=0.0))
     assert np.array_equal(plain["trace"]["values"], baseline["trace"]["values"])
-    for name in ("validation", "generalisation", "surrogate", "bias", "alpha"):
+    for name in ("best_validation", "best_generalisation", "best_surrogate", "bias", "alpha"):
         assert np.array_equal(plain["curves"][name], baseline["curves"][name]), name
     assert baseline["summary"]["best_trial"] > 0  # the run did update its incumbent
     full = run_cell(synthetic_config(cir(), beta0=0.0))
-    assert not np.array_equal(full["curves"]["surrogate"], baseline["curves"]["surrogate"])
+    best = "best_surrogate"
+    assert not np.array_equal(full["curves"][best], baseline["curves"][best])

@@ -12,6 +12,7 @@ import io
 import subprocess
 
 import pytest
+import yaml
 from mlflow import MlflowClient
 from omegaconf import OmegaConf
 
@@ -79,6 +80,15 @@ def test_a_bad_task_block_says_what_is_wrong():
         parse_task({"name": "x", "result_version": 0})
     with pytest.raises(TaskError, match="'lower', 'higher'"):
         parse_task({"name": "x", "metrics": {"m": {"better": "smaller"}}})
+    with pytest.raises(TaskError, match="both name \\['score'\\]"):
+        parse_task({"name": "x", "metrics": {"score": {}}, "curves": {"score": {}}})
+
+
+@pytest.mark.parametrize("path", sorted(CONF_DIR.glob("task/*.yaml")), ids=lambda p: p.stem)
+def test_every_family_declares_a_valid_vocabulary(path):
+    task = parse_task(yaml.safe_load(path.read_text())["task"])
+    assert task.name == path.stem
+    assert task.lead in task.metrics
 
 
 def _toy(tracking_uri: str, name: str, *extra: str) -> list[str]:

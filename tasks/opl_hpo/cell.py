@@ -14,9 +14,10 @@ Returned (all finite; values "normalised" are divided by V(pi0), as 001's figure
   Table 1's unit), v_pi0, pi0_optimality (V(pi0) / V(pi*), synthetic data only),
   alpha_final, best_trial (0: pi0 was kept), runtime_s, n_trials;
 - params: v_pi0, v_optimal (synthetic), n_actions, the split sizes;
-- curves (per trial t = 1..T): validation, generalisation and surrogate of the best-so-far
-  policy, alpha (alpha_t), bias (the trial's own overestimation (V_hat(pi_t) - V(pi_t)) /
-  V(pi0), 001 Fig. 2), trial_generalisation (V(pi_t) / V(pi0));
+- curves (per trial t = 1..T): best_validation, best_generalisation and best_surrogate
+  (validation, generalisation and surrogate of the best-so-far policy), alpha (alpha_t),
+  bias (the trial's own overestimation (V_hat(pi_t) - V(pi_t)) / V(pi0), 001 Fig. 2),
+  trial_generalisation (V(pi_t) / V(pi0));
 - trace: names = ``tasks.opl_hpo.policy.NAMES``; values (T, 7): beta, model (0 = LR,
   1 = RF), C, l1_ratio, max_depth, min_samples_split, max_samples, -1 where the trial's
   model lacks the setting.
@@ -135,9 +136,9 @@ def run_cell(config: Mapping[str, Any]) -> dict[str, Any]:
         curves = {
             name: np.empty(n_trials)
             for name in (
-                "validation",
-                "generalisation",
-                "surrogate",
+                "best_validation",
+                "best_generalisation",
+                "best_surrogate",
                 "alpha",
                 "bias",
                 "trial_generalisation",
@@ -157,9 +158,9 @@ def run_cell(config: Mapping[str, Any]) -> dict[str, Any]:
             if decision.accepted:
                 best_score, best_validation, best_true = decision.score, validation, true_value
                 best_trial = index + 1
-            curves["validation"][index] = best_validation / v_pi0
-            curves["generalisation"][index] = best_true / v_pi0
-            curves["surrogate"][index] = best_score / v_pi0
+            curves["best_validation"][index] = best_validation / v_pi0
+            curves["best_generalisation"][index] = best_true / v_pi0
+            curves["best_surrogate"][index] = best_score / v_pi0
             curves["alpha"][index] = decision.alpha
             curves["bias"][index] = (validation - true_value) / v_pi0
             curves["trial_generalisation"][index] = true_value / v_pi0
