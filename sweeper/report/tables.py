@@ -225,6 +225,7 @@ def metric_table(
 
     stats: dict[tuple[int, int], dict[str, Any]] = {}
     found: dict[tuple[int, int, str], tuple[float, list[str]]] = {}
+    notes: dict[str, None] = {}  # the matched entries' own notes, in order, once each
     for i, row in enumerate(rows):
         for j, col in enumerate(cols):
             key = tuple(row) + tuple(col)
@@ -237,6 +238,8 @@ def metric_table(
                 for entry in entries:
                     if match(entry, values, axes, where):
                         found[i, j, table] = (entry.value, condition_mismatch(entry, frame))
+                        if getattr(entry, "note", ""):
+                            notes[f"{table}: {entry.note}."] = None
                         break
     tables_per_col = {
         j: [t for t, _, _ in sources if any((i, j, t) in found for i in range(len(rows)))]
@@ -299,6 +302,7 @@ def metric_table(
         for t, _, _ in sources
         if any(t in v for v in tables_per_col.values())
     ]
+    footnotes += list(notes)
     for table, differs in mismatches.items():
         footnotes.append(
             f"{DAGGER} {table} was computed with other settings than these runs: "

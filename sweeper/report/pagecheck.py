@@ -1,0 +1,134 @@
+"""Open a report page in headless Chromium as a reader would, and say what is broken.
+
+``python -m sweeper.report.pagecheck docs/results/*/index.html`` renders each page and
+lists the images that did not load and the messages the page wrote to the browser
+console; it exits 1 when any page has one. The report pages are static files, so a
+broken page means a figure the report linked but did not write, or a file moved away
+from its page.
+
+Chromium is Debian's package (``apt-get install chromium``); ``$CHROMIUM`` names another
+binary. The page is copied beside itself (so its relative links resolve) with a script
+that records, after the load event, which images decoded; ``--dump-dom`` returns it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PROBE_ID = "sweeper-pagecheck"
+PROBE = (
+    "<script>window.addEventListener('load', () => {"
+    "const out = document.createElement('pre');"
+    f"out.id = '{PROBE_ID}';"
+    "out.textContent = JSON.stringify([...document.images].map("
+    "i => [i.getAttribute('src'), i.complete && i.naturalWidth > 0]));"
+    "document.body.appendChild(out);});</script>"
+)
+CONSOLE = re.compile(r":CONSOLE[^\]]*\] (.*)")
+TIMEOUT_S = 60
+
+
+class NoBrowserError(RuntimeError):
+    """No Chromium to render the page with."""
+
+
+@dataclass
+class PageCheck:
+    """What one page showed: its images (src, loaded) and its console messages."""
+
+    page: Path
+    images: list[tuple[str, bool]] = field(default_factory=list)
+    console: list[str] = field(default_factory=list)
+
+    @property
+    def broken(self) -> list[str]:
+        return [src for src, loaded in self.images if not loaded]
+
+    @property
+    def ok(self) -> bool:
+        return not self.broken and not self.console
+
+
+def browser() -> str:
+    """The Chromium binary, or an error that says how to get one."""
+    for name in (os.environ.get("CHROMIUM"), "chromium", "chromium-browser", "google-chrome"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    raise NoBrowserError(
+        "no Chromium found to render the page: install Debian's package "
+        "(sudo apt-get install chromium) or set $CHROMIUM to a Chromium binary"
+    )
+
+
+def check_page(page: Path) -> PageCheck:
+    """Render ``page`` (an HTML file) headless; its images and console messages."""
+    page = Path(page).resolve()
+    html = page.read_text()
+    probed = html.replace("</body>", PROBE + "</body>") if "</body>" in html else html + PROBE
+    with tempfile.TemporaryDirectory() as profile:
+        copy = page.with_name(f".pagecheck-{os.getpid()}.html")
+        copy.write_text(probed)
+        try:
+            done = subprocess.run(
+                [
+                    browser(),
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    f"--user-data-dir={profile}",
+                    "--enable-logging=stderr",
+                    "--v=0",
+                    "--virtual-time-budget=5000",
+                    "--dump-dom",
+                    copy.as_uri(),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=TIMEOUT_S,
+            )
+        finally:
+            copy.unlink(missing_ok=True)
+    found = re.search(rf'<pre id="{PROBE_ID}">(.*?)</pre>', done.stdout, re.S)
+    if not found:
+        raise RuntimeError(f"Chromium did not render {page}: {done.stderr[-500:]}")
+    images = [(src, bool(ok)) for src, ok in json.loads(_unescape(found.group(1)))]
+    console = [m.group(1) for m in CONSOLE.finditer(done.stderr)]
+    return PageCheck(page, images, console)
+
+
+def _unescape(text: str) -> str:
+    return (
+        text.replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    pages = [Path(p) for p in (sys.argv[1:] if argv is None else argv)]
+    if not pages:
+        print("usage: python -m sweeper.report.pagecheck PAGE.html ...", file=sys.stderr)
+        return 2
+    try:
+        checks = [check_page(p) for p in pages]
+    except NoBrowserError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    for check in checks:
+        state = "ok" if check.ok else "BROKEN"
+        print(f"{state}: {check.page} ({len(check.images)} images)")
+        for src in check.broken:
+            print(f"  image did not load: {src}")
+        for message in check.console:
+            print(f"  console: {message}")
+    return 0 if all(c.ok for c in checks) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

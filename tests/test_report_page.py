@@ -1,0 +1,41 @@
+"""A report page as a reader opens it: rendered in headless Chromium (slow: a browser per
+page). Needs Debian's ``chromium`` package (or ``$CHROMIUM``); without it the test fails
+and says how to install it. ``make check-pages`` runs this and checks every page of
+docs/results/."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from sweeper.grid import CONF_DIR
+from sweeper.report import build_report
+from sweeper.report.pagecheck import check_page
+from sweeper.sweep import run_sweep
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_fresh_report_page_loads_every_figure_without_console_errors(
+    composer, tracking_uri, tmp_path, ray_local
+):
+    overrides = ["task=toy", "horizon=40", "seeds=2", f"tracking.uri={tracking_uri}",
+                 "experiment.name=page"]  # fmt: skip
+    run_sweep(composer(overrides), composer, overrides, out=io.StringIO())
+    report = build_report("page", tmp_path / "report", tracking_uri, conf_dir=CONF_DIR)
+    check = check_page(tmp_path / "report" / "index.html")
+    assert sorted(src for src, _ in check.images) == sorted(p for p, _ in report.figures)
+    assert check.ok, (check.broken, check.console)
+
+
+def test_a_missing_figure_and_a_console_error_are_reported(tmp_path):
+    (tmp_path / "index.html").write_text(
+        '<html><body><img src="figures/gone.png"><script>console.error("bad table")</script>'
+        "</body></html>"
+    )
+    check = check_page(tmp_path / "index.html")
+    assert check.broken == ["figures/gone.png"]
+    assert any("bad table" in message for message in check.console)
+    assert not check.ok
+    assert [p.name for p in tmp_path.iterdir()] == ["index.html"]  # its probe copy is gone
