@@ -1,0 +1,197 @@
+"""Screenshots of the MLflow UI as a user compares tuners in it (README, "Reading the
+results in the MLflow UI"): the runs table of ``+exp=smoke``, then the three clicks
+(chart view, Group by, the ``tuner`` tag) that turn it into one bar per tuner.
+
+    .venv/bin/python bench/ui_screenshots.py            # -> docs/ui/*.png (about a minute)
+
+It runs ``+exp=smoke`` into a temporary sqlite store, starts ``mlflow ui`` on 127.0.0.1,
+and drives headless Chromium (Debian's ``chromium`` package, or ``$CHROMIUM``) through
+the DevTools protocol: real mouse clicks on the UI's own buttons, as a user makes them.
+Everything it starts is stopped by its process id when it ends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import aiohttp
+
+from sweeper.report.pagecheck import browser
+
+ROOT = Path(__file__).resolve().parent.parent
+WINDOW = "1500,900"
+FIND = """(() => {{
+  const said = e => [e.textContent.trim(), e.getAttribute('aria-label'), e.placeholder];
+  const hits = {text}.startsWith('css:')
+    ? [...document.querySelectorAll({text}.slice(4))].map(e => e.closest('label') || e)
+    : [...document.querySelectorAll('button, [role=menuitem], span, div, input')]
+        .filter(e => said(e).includes({text}));
+  const e = hits.filter(e => e.getBoundingClientRect().width > 0).pop();
+  if (!e) return null;
+  const r = e.getBoundingClientRect();
+  return [r.x + r.width / 2, r.y + r.height / 2];
+}})()"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(url: str, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"nothing answered at {url} within {seconds:.0f} s") from None
+            time.sleep(0.3)
+
+
+class Page:
+    """One Chromium tab driven over the DevTools protocol."""
+
+    def __init__(self, socket_) -> None:
+        self.socket, self.calls = socket_, 0
+
+    async def call(self, method: str, **params):
+        self.calls += 1
+        await self.socket.send_json({"id": self.calls, "method": method, "params": params})
+        async for message in self.socket:
+            data = json.loads(message.data)
+            if data.get("id") == self.calls:
+                return data.get("result", {})
+        raise RuntimeError("Chromium closed the connection")
+
+    async def open(self, url: str, ready: str) -> None:
+        """Go to ``url`` and wait until the element ``ready`` names is shown."""
+        await self.call("Page.navigate", url=url)
+        await self.find(ready)
+
+    async def find(self, text: str, timeout_s: float = 90) -> list[float] | None:
+        """Where the visible element whose whole text, label or placeholder is ``text`` (or
+        that the CSS selector ``css:SELECTOR`` selects) is, once it is shown (None after
+        ``timeout_s``: the UI is slow on a loaded machine)."""
+        deadline = time.monotonic() + timeout_s
+        script = FIND.format(text=json.dumps(text))
+        while time.monotonic() < deadline:
+            found = await self.call("Runtime.evaluate", expression=script, returnByValue=True)
+            where = found.get("result", {}).get("value")
+            if where:
+                return where
+            await asyncio.sleep(0.5)
+        return None
+
+    async def click(self, text: str, required: bool = True, settle_s: float = 2) -> None:
+        """Click the element ``find`` finds, as a mouse would."""
+        where = await self.find(text, 90 if required else 3)
+        if not where and not required:
+            return
+        if not where:
+            await self.screenshot(Path(tempfile.gettempdir()) / "ui_screenshots_failed.png")
+            raise RuntimeError(f"no visible '{text}' on the page to click")
+        for kind in ("mouseMoved", "mousePressed", "mouseReleased"):
+            await self.call(
+                "Input.dispatchMouseEvent",
+                type=kind,
+                x=where[0],
+                y=where[1],
+                button="left",
+                clickCount=1,
+            )
+        await asyncio.sleep(settle_s)
+
+    async def type(self, text: str, settle_s: float = 2) -> None:
+        await self.call("Input.insertText", text=text)
+        await asyncio.sleep(settle_s)
+
+    async def screenshot(self, path: Path) -> None:
+        shot = await self.call("Page.captureScreenshot", format="png")
+        path.write_bytes(base64.b64decode(shot["data"]))
+        print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+
+
+async def drive(ui: str, experiment_id: str, out: Path, profile: str) -> None:
+    port = free_port()
+    chromium = subprocess.Popen(
+        [browser(), "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}",
+         f"--remote-debugging-port={port}", "--remote-debugging-address=127.0.0.1",
+         f"--window-size={WINDOW}", "about:blank"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_for(f"http://127.0.0.1:{port}/json/version", 30)
+        tabs = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list"))
+        target = next(t for t in tabs if t["type"] == "page")["webSocketDebuggerUrl"]
+        async with aiohttp.ClientSession() as session:
+            async with session.ws_connect(target, max_msg_size=0) as socket_:
+                page = Page(socket_)
+                # the filter as the UI keeps it in its address (typed, it is the same)
+                where = urllib.parse.quote("tags.algorithm = 'linucb'")
+                await page.open(
+                    f"{ui}/#/experiments/{experiment_id}/runs?searchFilter={where}", "Group by"
+                )
+                await page.click("Close", required=False)  # MLflow's assistant panel
+                await page.click("Group by")  # 1
+                await page.click("tuner")  # 2
+                await page.screenshot(out / "runs_by_tuner.png")
+                await page.click("css:input[value=CHART]")  # 3
+                await page.click("Search metric charts")
+                await page.type("final_regret", settle_s=5)
+                await page.screenshot(out / "compare_tuners.png")
+    finally:
+        chromium.terminate()
+        chromium.wait(timeout=30)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "ui")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    python = sys.executable
+    with tempfile.TemporaryDirectory() as tmp:
+        store = f"sqlite:///{tmp}/mlflow.db"
+        subprocess.run(
+            [python, "-m", "sweeper", "+exp=smoke", f"tracking.uri={store}",
+             f"hydra.run.dir={tmp}/hydra"],
+            check=True, cwd=tmp, stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+        port = free_port()
+        ui = subprocess.Popen(
+            [python, "-m", "mlflow", "ui", "--backend-store-uri", store, "--host", "127.0.0.1",
+             "--port", str(port)],
+            cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True,  # its workers are stopped with it, by process group
+        )  # fmt: skip
+        try:
+            url = f"http://127.0.0.1:{port}"
+            wait_for(f"{url}/health", 180)
+            from mlflow import MlflowClient
+
+            experiment = MlflowClient(url).get_experiment_by_name("smoke").experiment_id
+            asyncio.run(drive(url, experiment, args.out, f"{tmp}/chromium"))
+        finally:
+            os.killpg(ui.pid, signal.SIGTERM)
+            ui.wait(timeout=30)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
