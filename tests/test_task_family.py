@@ -20,7 +20,7 @@ from sweeper.cells import Cell, cell_key
 from sweeper.grid import CONF_DIR, expand
 from sweeper.migrate import LEGACY_TAG
 from sweeper.provenance import code_tags
-from sweeper.report import build_report
+from sweeper.report import ReportError, build_report
 from sweeper.sweep import run_sweep
 from sweeper.task import TaskError, parse_task
 
@@ -134,6 +134,19 @@ def test_a_family_without_groups_sweeps_summarises_and_reports(
     assert set(report.tables) == {"final_value", "runtime", "failed"}  # no compare axis: no pairs
     assert [path for path, _ in report.figures] == ["figures/value.png", "figures/hp_knob.png"]
     assert "cumulative value" in report.figures[0][1].lower()
+
+    # --where keeps listed values of a table column (seed) or a config path (toy.variant)
+    kept = build_report(
+        "toyfam", tmp_path / "some", tracking_uri, conf_dir=CONF_DIR,
+        where={"seed": ["0", "2"], "toy.variant": ["b"]},
+    )  # fmt: skip
+    assert sorted(kept.cells["seed"]) == [0, 2]
+    assert {c["toy"]["variant"] for c in kept.cells["config"]} == {"b"}
+    assert any("(2 of 6)" in note for note in kept.notes)
+    no_cell = r"keeps no cell: toy.variant takes the values \['a', 'b'\]"
+    with pytest.raises(ReportError, match=no_cell):
+        build_report("toyfam", tmp_path / "none", tracking_uri, conf_dir=CONF_DIR,
+                     where={"toy.variant": ["c"]})  # fmt: skip
 
 
 def test_each_run_records_the_code_that_made_it(composer, tracking_uri, ray_local):

@@ -29,7 +29,7 @@ import pandas as pd
 
 from sweeper.grid import CONF_DIR
 from sweeper.report import figures, html, stats, tables
-from sweeper.report.axes import Axis, build_axes
+from sweeper.report.axes import Axis, build_axes, restrict
 from sweeper.report.load import Loaded, ReportError, load_experiment
 from sweeper.report.spec import ReportSpec, parse, section_from_file
 from sweeper.tracking import resolve_uri
@@ -122,10 +122,14 @@ def build_report(
     tracking_uri: str | None = None,
     reference: str | None = None,
     conf_dir: Path = CONF_DIR,
+    where: Mapping[str, list[str]] | None = None,
 ) -> Report:
-    """Read experiment ``name`` from MLflow and write its report into ``out``."""
+    """Read experiment ``name`` from MLflow and write its report into ``out``; ``where``
+    keeps only the cells with the listed values (``{"seed": ["0", "1"]}``)."""
     uri = resolve_uri(tracking_uri)
     loaded = load_experiment(name, uri, conf_dir)
+    if where:
+        loaded = restrict(loaded, where)
     if not len(loaded.cells):
         raise ReportError(f"experiment '{name}' at {uri} has no cell runs yet")
     spec = parse(report_section(loaded, conf_dir), reference, loaded.task)

@@ -1,4 +1,5 @@
-"""``python -m sweeper.report NAME [--out DIR] [--tracking-uri URI] [--reference VALUE]``."""
+"""``python -m sweeper.report NAME [--out DIR] [--tracking-uri URI] [--reference VALUE]
+[--where KEY=V1,V2 ...]``."""
 
 from __future__ import annotations
 
@@ -26,9 +27,25 @@ def main(argv: list[str] | None = None) -> int:
         help="the value of the compared axis the paired statistics compare with (default: "
         "the experiment's report.paired.reference, else the family's task.reference)",
     )
+    parser.add_argument(
+        "--where",
+        action="append",
+        default=[],
+        metavar="KEY=V1,V2",
+        help="keep only the cells whose KEY (seed, a group, or a config path such as "
+        "logged_data.beta0) is one of the values; repeatable (e.g. --where seed=0,1,2)",
+    )
     args = parser.parse_args(argv)
+    where = {}
+    for item in args.where:
+        key, sep, values = item.partition("=")
+        if not sep or not key or not values:
+            parser.error(f"--where takes KEY=V1,V2,..., got '{item}'")
+        where[key.strip()] = [v.strip() for v in values.split(",")]
     try:
-        report = build_report(args.name, args.out, args.tracking_uri, args.reference)
+        report = build_report(
+            args.name, args.out, args.tracking_uri, args.reference, where=where or None
+        )
     except ReportError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from sweeper.cells import flatten, select
-from sweeper.report.load import Loaded
+from sweeper.report.load import Loaded, ReportError
 from sweeper.report.spec import ReportSpec
 
 NULL = "null"
@@ -189,3 +189,38 @@ def _implicit_axes(
         if (counts[key] > 1).any():
             extra.append(key)
     return extra
+
+
+def restrict(loaded: Loaded, where: Mapping[str, Sequence[str]]) -> Loaded:
+    """Only the cells whose ``key`` is one of its listed values, for every key: a column of
+    the cells table (``seed``, a group) or a dotted path into the cell config
+    (``logged_data.beta0``); values compare as their canonical text (``3`` = ``3.0``)."""
+    cells = loaded.cells
+    keep = pd.Series(True, index=cells.index)
+    for key, values in where.items():
+        wanted = {canon(_number_or_text(v)) for v in values}
+        if key in cells:
+            have = cells[key].map(lambda v: canon(v) if pd.notna(v) else "")
+        else:
+            configs = [c if isinstance(c, Mapping) else {} for c in cells["config"]]
+            have = pd.Series([canon(select(c, key)) for c in configs], index=cells.index)
+        if not have.isin(wanted).any():
+            raise ReportError(
+                f"--where {key}={','.join(values)} keeps no cell: {key} takes the values "
+                f"{sorted(set(have) - {''})[:20]} in experiment '{loaded.name}'"
+            )
+        keep &= have.isin(wanted)
+    loaded.cells = cells[keep].reset_index(drop=True)
+    loaded.notes.append(
+        "cells restricted to "
+        + "; ".join(f"{k} in {{{', '.join(v)}}}" for k, v in where.items())
+        + f" ({int(keep.sum())} of {len(keep)})"
+    )
+    return loaded
+
+
+def _number_or_text(text: str) -> Any:
+    try:
+        return float(text) if "." in text or "e" in text.lower() else int(text)
+    except ValueError:
+        return text
