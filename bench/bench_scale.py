@@ -1,0 +1,131 @@
+"""The driver at scale (issue #15): cells per second into each store, the driver's peak
+memory against the number of cells, and the resume check and report times.
+
+    .venv/bin/python bench/bench_scale.py [--cells 2000] [--memory 1000,5000] [--quick]
+
+Each measurement runs ``python -m sweeper task=toy horizon=2000 seeds=N`` exactly as a user
+would (a toy cell takes microseconds and returns a 2000-step curve, downsampled to 500
+points, and a ``cell.npz``), on embedded Ray, into:
+
+- the embedded sqlite store (the default);
+- an ``mlflow server`` on a sqlite file;
+- an ``mlflow server`` on PostgreSQL (``sweeper/servers.py`` starts both on 127.0.0.1).
+
+Measured: cells/s of the whole sweep (Ray start excluded: the driver's own rate from its
+summary line), the driver process's peak resident memory (/proc, sampled every 0.2 s)
+at each ``--memory`` size, the resume check of the same command started again (every cell
+skipped) and the report of the experiment. Written to ``bench/results/scale.md`` with the
+machine's load. The issue's targets: >= 200 cells/s into PostgreSQL, >= 50 into sqlite,
+memory flat within 10% from 1,000 to 20,000 cells, resume of 50,000 cells < 1 s, report of
+10,000 cells < 30 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sweeper.servers import mlflow_server, postgres
+
+ROOT = Path(__file__).resolve().parent.parent
+RATE = re.compile(r"in [^(]*\(([\d.]+)s; ([\d.]+) cells/s\)")
+
+
+def sweep(uri: str, cells: int, name: str, cwd: Path) -> dict[str, float]:
+    """Run the toy sweep; its wall time, the driver's own cells/s and peak RSS (MB)."""
+    command = [sys.executable, "-m", "sweeper", "task=toy", "horizon=2000", f"seeds={cells}",
+               f"tracking.uri={uri}", f"experiment.name={name}",
+               f"hydra.run.dir={cwd}/hydra"]  # fmt: skip
+    started = time.perf_counter()
+    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)  # fmt: skip
+    peak = 0
+    while process.poll() is None:
+        peak = max(peak, rss(process.pid))
+        time.sleep(0.2)
+    output = process.stdout.read()
+    wall = time.perf_counter() - started
+    found = RATE.search(output)
+    if process.returncode != 0 or not found:
+        raise RuntimeError(f"the sweep failed ({process.returncode}):\n{output[-2000:]}")
+    return {"wall_s": wall, "rate": float(found.group(2)), "sweep_s": float(found.group(1)),
+            "rss_mb": peak / 2**20}  # fmt: skip
+
+
+def rss(pid: int) -> int:
+    """Resident memory of a process in bytes (Linux /proc), 0 once it is gone."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    found = re.search(r"VmRSS:\s+(\d+) kB", status)
+    return int(found.group(1)) * 1024 if found else 0
+
+
+def report_time(uri: str, name: str, cwd: Path) -> float:
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "sweeper.report", name, "--tracking-uri", uri,
+                    "--out", str(cwd / f"report-{name}")], cwd=cwd, check=True,
+                   capture_output=True)  # fmt: skip
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cells", type=int, default=2000, help="cells per store")
+    parser.add_argument("--memory", default="1000,5000", help="sizes for the memory column")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "scale.md")
+    args = parser.parse_args()
+    load_before = os.getloadavg()
+    rows, memory = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        work.chmod(0o755)  # PostgreSQL's user must reach its directory inside
+
+        def measure(store: str, uri: str) -> None:
+            result = sweep(uri, args.cells, "scale", work)
+            resume = sweep(uri, args.cells, "scale", work)
+            rows.append((store, result, resume["sweep_s"], report_time(uri, "scale", work)))
+
+        measure("embedded sqlite", f"sqlite:///{work}/local.db")
+        with mlflow_server(f"sqlite:///{work}/server.db", work / "art-sqlite") as uri:
+            measure("mlflow server, sqlite", uri)
+        with postgres(work / "pg") as backend, mlflow_server(backend, work / "art-pg") as uri:
+            measure("mlflow server, PostgreSQL 15", uri)
+        for size in (int(s) for s in args.memory.split(",")):
+            memory.append((size, sweep(f"sqlite:///{work}/mem{size}.db", size, "mem", work)))
+    load_after = os.getloadavg()
+    lines = [
+        "# The driver at scale (bench/bench_scale.py)",
+        "",
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node()}, {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}; load average {load_before[0]:.1f} before, "
+        f"{load_after[0]:.1f} after (other jobs shared the machine when it is above 2).",
+        f"Toy cells (microseconds each, 2000-step curves), {args.cells} per store, run as "
+        "`python -m sweeper task=toy horizon=2000 seeds=N` on embedded Ray; cells/s is the "
+        "driver's own figure (its summary line, Ray's start excluded); the resume check is the "
+        "same command started again, every cell skipped.",
+        "",
+        "| store | cells/s | sweep (s) | resume check (s) | report (s) | driver peak RSS (MB) |",
+        "|---|---|---|---|---|---|",
+    ]  # fmt: skip
+    for store, result, resume_s, report_s in rows:
+        lines.append(f"| {store} | {result['rate']:.1f} | {result['sweep_s']:.0f} | "
+                     f"{resume_s:.1f} | {report_s:.1f} | {result['rss_mb']:.0f} |")  # fmt: skip
+    lines += ["", "Driver peak resident memory by sweep size (embedded sqlite):", "",
+              "| cells | peak RSS (MB) | cells/s |", "|---|---|---|"]  # fmt: skip
+    lines += [f"| {n} | {r['rss_mb']:.0f} | {r['rate']:.1f} |" for n, r in memory]
+    args.out.write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
