@@ -15,6 +15,7 @@ from collections import Counter
 
 import pytest
 from mlflow import MlflowClient
+
 from sweeper.grid import expand
 from sweeper.multirun import sweeps_of, with_grid
 
