@@ -14,7 +14,6 @@ are left alone).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import secrets
@@ -75,78 +74,100 @@ def _wait(predicate, timeout: float, what: str, step: float = 1.0):
     raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
 
 
+def _same_host(command: str, temp_dir: Path) -> str:
+    """Two nodes on one host need their own agent ports (the defaults, e.g. 52365, would
+    clash with each other and with other Ray instances here); the head gets --temp-dir."""
+    ports = " ".join(
+        f"--{flag}={_free_port()}"
+        for flag in (
+            "node-manager-port",
+            "object-manager-port",
+            "dashboard-agent-listen-port",
+            "dashboard-agent-grpc-port",
+            "runtime-env-agent-port",
+            "metrics-export-port",
+        )
+    )
+    extra = ""
+    if "--head" in command:
+        extra = f" --temp-dir={temp_dir} --ray-client-server-port={_free_port()}"
+    return f"{command} --num-cpus=1 {ports}{extra}"
+
+
+def _ported(command: str, ports: dict[str, int]) -> str:
+    for default, port in ports.items():
+        command = re.sub(rf"(?<=[:=\s]){default}\b", str(port), command)
+    return command
+
+
 def test_the_readme_recipe_submits_stops_and_resubmits_on_a_two_node_cluster(tmp_path):
     commands = recipe_commands()
     temp_dir = Path(tempfile.mkdtemp(prefix="rtc", dir="/tmp"))  # short: Ray's socket paths
-    head_port, dashboard_port, mlflow_port = _free_port(), _free_port(), _free_port()
+    ports = {"6379": _free_port(), "8265": _free_port(), "5000": _free_port()}
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "MLFLOW_"))}
     env.update(
-        PATH=f"{BIN}:{env['PATH']}",  # `ray` and `mlflow` of this venv, as `.venv/bin/...`
         HEAD="127.0.0.1",
-        HEAD_PORT=str(head_port),
-        DASHBOARD_PORT=str(dashboard_port),
-        MLFLOW_PORT=str(mlflow_port),
-        RAY_TEMP_DIR=str(temp_dir),
-        MLFLOW_DIR=str(tmp_path / "mlflow"),
-        RAY_AUTH_MODE="token",
         RAY_AUTH_TOKEN=secrets.token_hex(16),  # this test's own token, not ~/.ray/auth_token
-        SWEEPER_DATA_DIR=str(tmp_path / "datasets"),
-        VENV=str(BIN.parent),
-        CHECKOUT=str(ROOT),
     )
+    settings = commands["settings"].replace("$HOME/sweeper-mlflow", str(tmp_path / "mlflow"))
+    settings = settings.replace("$PWD/.cache/datasets", str(tmp_path / "datasets"))
     (tmp_path / "mlflow").mkdir()
     (tmp_path / "datasets").mkdir()
+
+    def run(name: str, timeout: float = 300, background: bool = False):
+        command = _ported(commands[name], ports)
+        if name in ("head", "worker"):
+            command = _same_host(command, temp_dir)
+        if background:
+            return subprocess.Popen(
+                ["bash", "-c", f"{settings}\nexec {command}"],
+                env=env,
+                cwd=ROOT,
+                stdout=subprocess.DEVNULL,
+                stderr=open(tmp_path / f"{name}.log", "w"),  # noqa: SIM115
+                start_new_session=True,
+            )
+        return _shell(f"{settings}\n{command}", env, ROOT, timeout)
+
     mlflow = None
+    uri = f"http://127.0.0.1:{ports['5000']}"
+    jobs = f"{settings}\n{BIN}/ray job"
+    dashboard = f"--address=http://127.0.0.1:{ports['8265']}"
     try:
         for step in ("head", "worker"):
-            done = _shell(commands[step], env, ROOT, timeout=180)
+            done = run(step, timeout=180)
             assert done.returncode == 0, f"{step}: {done.stdout[-2000:]}{done.stderr[-3000:]}"
-        mlflow = subprocess.Popen(
-            ["bash", "-c", f"exec {commands['mlflow']}"],
-            env=env,
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=open(tmp_path / "mlflow.log", "w"),  # noqa: SIM115
-            start_new_session=True,
-        )
-        uri = f"http://127.0.0.1:{mlflow_port}"
+        mlflow = run("mlflow", background=True)
         _wait(lambda: _healthy(uri), 120, "the MLflow server")
-        nodes = _shell(f"{BIN}/ray status --address=127.0.0.1:{head_port}", env, ROOT)
-        assert nodes.stdout.count("node_") >= 2, nodes.stdout + nodes.stderr
 
-        submit = commands["submit"].replace("--address", "--no-wait --address", 1)
-        first = _shell(submit, env, ROOT)
+        submit = _ported(commands["submit"], ports).replace(" submit ", " submit --no-wait ", 1)
+        first = _shell(f"{settings}\n{submit}", env, ROOT)
         assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-3000:]
         job = re.search(r"raysubmit_\w+", first.stdout + first.stderr).group(0)
-        jobs = f"{BIN}/ray job --address=http://127.0.0.1:{dashboard_port}"
-        _wait(lambda: _finished_cells(uri) >= 2, 240, "two cells of the first submission")
-        stopped = _shell(f"{jobs} stop {job}", env, ROOT, timeout=120)
+        _wait(lambda: _finished_cells(uri) >= 2, 300, "two cells of the first submission")
+        stopped = _shell(f"{jobs} stop {dashboard} {job}", env, ROOT, timeout=120)
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
-        _wait(lambda: _status(jobs, job, env) in ("STOPPED", "FAILED"), 120, "the job to stop")
+        status = _wait(lambda: _status(f"{jobs} status {dashboard} {job}", env), 120, "stop")
+        assert status == "STOPPED", status
         partial = _finished_cells(uri)
-        assert partial < 18, "the first submission was stopped before the end"
+        assert 2 <= partial < 18, f"{partial} cells finished before the stop"
+        (parent,) = _runs(uri, "tags.role = 'sweep'")
+        assert parent.info.status == "KILLED", "SIGTERM ends the sweep's parent run KILLED"
 
-        second = _shell(commands["submit"], env, ROOT, timeout=900)
+        second = run("submit", timeout=900)
         logs = second.stdout + second.stderr
         assert second.returncode == 0, logs[-4000:]
-        assert f"{partial} already finished" in logs or "already finished" in logs, logs[-3000:]
+        assert "already finished" in logs, logs[-3000:]
+
+        cells = [r for r in _runs(uri) if "cell_key" in r.data.tags]
+        finished = Counter(r.data.tags["cell_key"] for r in cells if r.info.status == "FINISHED")
+        assert len(finished) == 18 and set(finished.values()) == {1}, finished
+        assert not [r for r in cells if r.info.status == "RUNNING"]
+        assert len({r.data.tags["ray_node_id"] for r in cells}) == 2, "cells ran on both nodes"
     finally:
+        _stop_ray(temp_dir)
         if mlflow is not None:
-            os.killpg(mlflow.pid, signal.SIGTERM)
-            mlflow.wait(timeout=30)
-        _shell(f"{BIN}/ray stop --force", {**env, "RAY_TMPDIR": str(temp_dir)}, ROOT)
-        _stop_ray(temp_dir, env)
-
-    from mlflow import MlflowClient
-
-    client = MlflowClient(uri)
-    experiment = client.get_experiment_by_name("smoke")
-    runs = client.search_runs([experiment.experiment_id], max_results=1000)
-    cells = [r for r in runs if "cell_key" in r.data.tags]
-    finished = Counter(r.data.tags["cell_key"] for r in cells if r.info.status == "FINISHED")
-    assert len(finished) == 18 and set(finished.values()) == {1}, finished
-    assert not [r for r in cells if r.info.status == "RUNNING"]
-    assert len({r.data.tags["ray_node_id"] for r in cells}) == 2, "cells ran on both nodes"
+            _stop_group(mlflow)
     shutil.rmtree(temp_dir, ignore_errors=True)
 
 
@@ -158,33 +179,56 @@ def _healthy(uri: str) -> bool:
         return False
 
 
-def _finished_cells(uri: str) -> int:
+def _runs(uri: str, where: str = "") -> list:
+    """The runs of the smoke experiment in the MLflow server at ``uri``."""
     from mlflow import MlflowClient
 
     client = MlflowClient(uri)
     experiment = client.get_experiment_by_name("smoke")
     if experiment is None:
-        return 0
-    runs = client.search_runs(
-        [experiment.experiment_id], "attributes.status = 'FINISHED'", max_results=1000
-    )
-    return sum("cell_key" in r.data.tags for r in runs)
+        return []
+    return client.search_runs([experiment.experiment_id], where, max_results=1000)
 
 
-def _status(jobs: str, job: str, env: dict[str, str]) -> str:
-    done = _shell(f"{jobs} status {job}", env, ROOT, timeout=60)
-    found = re.search(r"status: (\w+)", done.stdout + done.stderr)
-    return found.group(1) if found else ""
+def _finished_cells(uri: str) -> int:
+    return sum("cell_key" in r.data.tags for r in _runs(uri, "attributes.status = 'FINISHED'"))
 
 
-def _stop_ray(temp_dir: Path, env: dict[str, str]) -> None:
-    """Kill the raylets, GCS and workers of this test's session (found by its temp dir)."""
-    pids = subprocess.run(
-        ["pgrep", "-f", str(temp_dir)], capture_output=True, text=True
-    ).stdout.split()
-    for pid in pids:
+def _stop_group(process: subprocess.Popen) -> None:
+    """SIGTERM the process group this test started (MLflow's server and its workers), then
+    SIGKILL what is left after 10 s."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
-            os.kill(int(pid), signal.SIGKILL)
-        except (ProcessLookupError, ValueError):
-            pass
-    json.dumps(env)  # env stays referenced for debugging on failure
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=10)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _status(command: str, env: dict[str, str]) -> str:
+    """The job's status once it is final (STOPPED, FAILED, SUCCEEDED), else ''
+    (``ray job status`` says "Job '<id>' was stopped", "... failed", "... succeeded")."""
+    done = _shell(command, env, ROOT, timeout=60)
+    found = re.search(r"Job '\w+' (was stopped|failed|succeeded)", done.stdout + done.stderr)
+    if found is None:
+        return ""
+    return {"was stopped": "STOPPED", "failed": "FAILED", "succeeded": "SUCCEEDED"}[found[1]]
+
+
+def _stop_ray(temp_dir: Path) -> None:
+    """End this test's Ray nodes by pid: the processes whose command line names its own
+    --temp-dir (the head's and the worker's raylets, GCS, agents and workers), never others."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        listed = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True)
+        for line in listed.stdout.splitlines():
+            pid, _, args = line.strip().partition(" ")
+            if str(temp_dir) in args and int(pid) != os.getpid():
+                try:
+                    os.kill(int(pid), sig)
+                except ProcessLookupError:
+                    pass
+        time.sleep(3)
