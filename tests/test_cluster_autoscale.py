@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.test_cluster_submit import _free_port, _stop_ray
+from tests.test_cluster_submit import _free_port, _stop_ray, node_ports
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -107,19 +107,7 @@ def test_a_queued_sweep_scales_the_cluster_up_and_it_scales_down_after(tmp_path,
     config_file.write_text(json.dumps(config))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "MLFLOW_"))}
     env.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(16))
-    ports = " ".join(
-        f"--{flag}={_free_port()}"
-        for flag in (
-            "dashboard-port",
-            "node-manager-port",
-            "object-manager-port",
-            "dashboard-agent-listen-port",
-            "dashboard-agent-grpc-port",
-            "runtime-env-agent-port",
-            "metrics-export-port",
-            "ray-client-server-port",
-        )
-    )
+    ports = f"--dashboard-port={_free_port()} {node_ports(head=True)}"
     seen: list[tuple[float, int | None]] = []
     try:
         head = subprocess.run(

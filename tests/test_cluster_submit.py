@@ -79,24 +79,27 @@ def _wait(predicate, timeout: float, what: str, step: float = 1.0):
     raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
 
 
+def node_ports(head: bool) -> str:
+    """``ray start`` flags giving a node its own free ports: two nodes on one host (and the
+    other Ray instances here) would clash on the defaults (e.g. the agent's 52365)."""
+    flags = [
+        "node-manager-port",
+        "object-manager-port",
+        "dashboard-agent-listen-port",
+        "dashboard-agent-grpc-port",
+        "runtime-env-agent-port",
+        "metrics-export-port",
+    ]
+    if head:
+        flags.append("ray-client-server-port")
+    return " ".join(f"--{flag}={_free_port()}" for flag in flags)
+
+
 def _same_host(command: str, temp_dir: Path) -> str:
-    """Two nodes on one host need their own agent ports (the defaults, e.g. 52365, would
-    clash with each other and with other Ray instances here); the head gets --temp-dir."""
-    ports = " ".join(
-        f"--{flag}={_free_port()}"
-        for flag in (
-            "node-manager-port",
-            "object-manager-port",
-            "dashboard-agent-listen-port",
-            "dashboard-agent-grpc-port",
-            "runtime-env-agent-port",
-            "metrics-export-port",
-        )
-    )
-    extra = ""
-    if "--head" in command:
-        extra = f" --temp-dir={temp_dir} --ray-client-server-port={_free_port()}"
-    return f"{command} --num-cpus=1 {ports}{extra}"
+    """The README's ``ray start`` with its own ports, 1 CPU and, for the head, --temp-dir."""
+    head = "--head" in command
+    extra = f" --temp-dir={temp_dir}" if head else ""
+    return f"{command} --num-cpus=1 {node_ports(head)}{extra}"
 
 
 def _ported(command: str, ports: dict[str, int]) -> str:
