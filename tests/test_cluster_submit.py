@@ -233,14 +233,32 @@ def _status(command: str, env: dict[str, str]) -> str:
 
 def _stop_ray(temp_dir: Path) -> None:
     """End this test's Ray nodes by pid: the processes whose command line names its own
-    --temp-dir (the head's and the worker's raylets, GCS, agents and workers), never others."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        listed = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True)
-        for line in listed.stdout.splitlines():
-            pid, _, args = line.strip().partition(" ")
-            if str(temp_dir) in args and int(pid) != os.getpid():
-                try:
-                    os.kill(int(pid), sig)
-                except ProcessLookupError:
-                    pass
-        time.sleep(3)
+    --temp-dir (the head's and the worker's raylets, GCS, agents and workers), never others;
+    fails when one survives."""
+    for sig in (signal.SIGTERM, signal.SIGKILL, None):
+        left = _processes_of(temp_dir)
+        if sig is None:
+            assert not left, f"Ray processes of {temp_dir} survived SIGKILL: {left}"
+        for pid in left:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        if left:
+            time.sleep(3)
+
+
+def _processes_of(temp_dir: Path) -> list[int]:
+    """Pids whose command line names ``temp_dir`` (read from /proc: ``ps`` cuts long command
+    lines to $COLUMNS, which pytest sets)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:  # ended meanwhile
+            continue
+        if str(temp_dir) in command:
+            pids.append(int(entry.name))
+    return pids
