@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.test_cluster_submit import _free_port, _stop_ray, node_ports
+from tests.test_cluster_submit import _free_port, _stop_ray, _wait, node_ports
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -51,6 +51,8 @@ def fake_config(gcs_address: str) -> dict:
             "type": "fake_multinode",
             "gcs_address": gcs_address,
             "disable_launch_config_check": True,
+            "disable_node_updaters": True,  # no SSH: the provider starts the raylets itself
+            "use_node_id_as_ip": True,  # the nodes share this machine's IP
         },
         "auth": {"ssh_user": "ubuntu"},
         "available_node_types": {
@@ -109,6 +111,7 @@ def test_a_queued_sweep_scales_the_cluster_up_and_it_scales_down_after(tmp_path,
     env.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(16))
     ports = f"--dashboard-port={_free_port()} {node_ports(head=True)}"
     seen: list[tuple[float, int | None]] = []
+    sweep = None
     try:
         head = subprocess.run(
             f"RAY_FAKE_CLUSTER=1 {BIN}/ray start --head --port={port} --num-cpus=0 "
@@ -120,7 +123,8 @@ def test_a_queued_sweep_scales_the_cluster_up_and_it_scales_down_after(tmp_path,
             timeout=180,
         )
         assert head.returncode == 0, head.stdout[-2000:] + head.stderr[-3000:]
-        assert _worker_nodes(env, address) == 0, "the cluster starts with the head alone"
+        first = _wait(lambda: _worker_nodes(env, address) is not None, 60, "ray status")
+        assert first and _worker_nodes(env, address) == 0, "the cluster starts with the head alone"
 
         sweep = subprocess.Popen(
             [
@@ -164,6 +168,8 @@ def test_a_queued_sweep_scales_the_cluster_up_and_it_scales_down_after(tmp_path,
         )
         assert after == 0, f"the idle workers were not removed: {after} still active"
     finally:
+        if sweep is not None and sweep.poll() is None:
+            sweep.kill()
         _stop_ray(temp_dir)
 
     from mlflow import MlflowClient
