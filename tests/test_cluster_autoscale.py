@@ -17,6 +17,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -162,15 +163,15 @@ def test_a_queued_sweep_scales_the_cluster_up_and_it_scales_down_after(tmp_path,
             if after == 0:
                 break
             time.sleep(3)
-        print(
-            f"workers while the sweep ran (s, n): {seen}; scaled down after "
-            f"{time.monotonic() - ended:.0f}s"
-        )
+        trace = ", ".join(f"{t:.0f}s: {n}" for t, n in seen)
+        down = time.monotonic() - ended
+        print(f"worker nodes while the sweep ran ({trace}); none {down:.0f}s after it")
         assert after == 0, f"the idle workers were not removed: {after} still active"
     finally:
         if sweep is not None and sweep.poll() is None:
             sweep.kill()
         _stop_ray(temp_dir)
+        shutil.rmtree(temp_dir, ignore_errors=True)
 
     from mlflow import MlflowClient
 
