@@ -180,7 +180,7 @@ def test_the_readme_recipe_submits_stops_and_resubmits_on_a_two_node_cluster(tmp
         _stop_ray(temp_dir)
         if mlflow is not None:
             _stop_group(mlflow)
-    shutil.rmtree(temp_dir, ignore_errors=True)
+        shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 def _healthy(uri: str) -> bool:
