@@ -1,8 +1,8 @@
 """The built wheel, not the editable checkout: installed into fresh venvs, run elsewhere.
 
 ``make test-install`` (run by ``.ci/run``) builds the wheel from this checkout and installs
-it twice, each time into a new virtualenv (packages from the registry: about 30 s for the
-core and 3 minutes for the orchestrator here, hence slow-marked):
+it twice, each time into a new virtualenv (packages from the registry: about 1 minute for
+the core and 4.5 for the orchestrator on this loaded machine, hence slow-marked):
 
 * the core alone: the research code (``tasks``) imports, and Ray, MLflow and Hydra are not
   installed at all;
