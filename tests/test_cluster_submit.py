@@ -153,7 +153,11 @@ def test_the_readme_recipe_submits_stops_and_resubmits_on_a_two_node_cluster(tmp
         first = _shell(f"{settings}\n{submit}", env, ROOT)
         assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-3000:]
         job = re.search(r"raysubmit_\w+", first.stdout + first.stderr).group(0)
-        _wait(lambda: _finished_cells(uri) >= 1, 300, "a cell of the first submission", 0.5)
+        try:
+            _wait(lambda: _finished_cells(uri) >= 1, 300, "a cell of the first submission", 0.5)
+        except AssertionError as err:
+            logs = _shell(f"{jobs} logs {dashboard} {job}", env, ROOT, timeout=120)
+            raise AssertionError(f"{err}; the job's log:\n{logs.stdout[-4000:]}") from None
         stopped = _shell(f"{jobs} stop {dashboard} {job}", env, ROOT, timeout=120)
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
         status = _wait(lambda: _status(f"{jobs} status {dashboard} {job}", env), 120, "stop")
