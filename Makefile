@@ -7,12 +7,14 @@ STAMP := $(VENV)/.installed
 EXP ?= smoke
 ARGS ?=
 
-.PHONY: reproduce run test test-slow test-experiments bench-orchestration bench-tuners lint bench report check-pages clean movielens obd
+.PHONY: reproduce run test test-slow test-experiments test-install test-cluster bench-orchestration bench-tuners lint bench report check-pages clean movielens obd
 
-$(STAMP): pyproject.toml
+# editable_mode=compat: the checkout itself goes on sys.path, so that Hydra's plugin scan finds
+# hydra_plugins/sweeper_launcher (it cannot walk setuptools' default editable finder).
+$(STAMP): pyproject.toml setup.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -e ".[dev]" --config-settings editable_mode=compat
 	touch $(STAMP)
 
 run: $(STAMP)  ## run an experiment's sweep on embedded Ray into ./mlflow.db (EXP=smoke)
@@ -24,6 +26,12 @@ test: $(STAMP)  ## the test suite (slow-marked reproductions excluded)
 
 test-slow: $(STAMP)  ## only the slow-marked reproductions
 	$(BIN)/python -m pytest -q -m slow $(ARGS)
+
+test-install: $(STAMP)  ## build the wheel, install it (core; orchestrator) in fresh venvs, run it elsewhere
+	$(BIN)/python -m pytest -q -m slow tests/test_install.py $(ARGS)
+
+test-cluster: $(STAMP)  ## a real `ray start` head + worker and `ray job submit`; fake autoscaling (slow)
+	$(BIN)/python -m pytest -q -m slow tests/test_cluster_submit.py tests/test_cluster_autoscale.py $(ARGS)
 
 test-experiments: $(STAMP)  ## every experiment of conf/exp/ at reduced size, on Ray (slow)
 	$(BIN)/python -m pytest -q -m slow tests/test_experiments.py $(ARGS)

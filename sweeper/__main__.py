@@ -1,7 +1,13 @@
-"""``python -m sweeper +exp=NAME [overrides]``: run an experiment's sweep.
+"""``sweeper +exp=NAME [overrides]`` (or ``python -m sweeper``): run an experiment's sweep.
 
-Without ``+exp`` the same path runs ad hoc cells: ``python -m sweeper algorithm=linucb
-tuner=tl seed=1`` is one cell, and ``-m`` (Hydra multirun) runs a product of them.
+Without ``+exp`` the same path runs ad hoc cells: ``sweeper algorithm=linucb tuner=tl
+seed=1`` is one cell. ``-m`` (Hydra multirun) runs a product of them as ONE sweep: this
+app's Hydra launcher (``hydra_plugins/sweeper_launcher``, selected by ``conf/config.yaml``)
+turns the jobs into a grid (``sweeper.multirun``). With ``hydra/launcher=basic`` Hydra runs
+each job as its own sweep, one after another.
+
+The configs are the checkout's ``conf/`` or, installed from a wheel, the copy inside the
+package (``sweeper.paths``); ``--config-dir DIR`` adds a directory of your own experiments.
 
 Exit status: 0 when every cell finished, 1 when any cell failed, 2 for bad input (a
 one-paragraph message, no traceback unless HYDRA_FULL_ERROR=1; nothing ran), 130 when
@@ -10,7 +16,6 @@ interrupted (Ctrl-C or SIGTERM; rerun the same command to resume).
 
 from __future__ import annotations
 
-import os
 import sys
 
 import hydra
@@ -18,33 +23,31 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from sweeper.sweep import run_sweep
-
-_EXIT_CODES: list[int] = []
+from sweeper.multirun import EXIT_CODES, run_or_exit
+from sweeper.paths import CONF_DIR
 
 
 def _compose(overrides: list[str]) -> DictConfig:
     return hydra.compose(config_name="config", overrides=overrides)
 
 
-@hydra.main(config_path="../conf", config_name="config", version_base="1.3")
+@hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     hydra_cfg = HydraConfig.get()
-    try:
-        result = run_sweep(cfg, _compose, list(hydra_cfg.overrides.task))
-    except ValueError as err:  # bad input: said once, before anything ran
-        if os.environ.get("HYDRA_FULL_ERROR") == "1":
-            raise
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
-    if hydra_cfg.mode == RunMode.MULTIRUN:
-        _EXIT_CODES.append(result.exit_code)  # the other jobs still run; exit at the end
+    result = run_or_exit(cfg, _compose, list(hydra_cfg.overrides.task))
+    if hydra_cfg.mode == RunMode.MULTIRUN:  # hydra/launcher=basic: one sweep per job
+        EXIT_CODES.append(result.exit_code)  # the other jobs still run; exit at the end
         if result.interrupted:
             sys.exit(result.exit_code)
     elif result.exit_code:
         sys.exit(result.exit_code)
 
 
-if __name__ == "__main__":
+def entry() -> None:
+    """The ``sweeper`` console script; ``python -m sweeper`` runs the same."""
     main()
-    sys.exit(max(_EXIT_CODES, default=0))
+    sys.exit(max(EXIT_CODES, default=0))
+
+
+if __name__ == "__main__":
+    entry()

@@ -34,9 +34,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from sweeper.cells import ORCHESTRATION_KEYS, TASK_KEY, Cell, cell_key, varying_keys
 from sweeper.errors import SweepError, whole_number
+from sweeper.paths import CONF_DIR
 from sweeper.task import Task, parse_task
 
-CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 Composer = Callable[[list[str]], DictConfig]
 
 
@@ -104,7 +104,7 @@ def expand(
     seed_axis = list(range(seeds)) if seeds is not None else [whole_number(cfg.seed, "seed", 0)]
     grid = OmegaConf.select(cfg, "sweep.grid")
     sweep_grid = OmegaConf.to_container(grid, resolve=True) if grid is not None else None
-    blocks = _pin(_blocks(sweep_grid), pinned, cfg, conf_dir)
+    blocks = _pin(_blocks(sweep_grid), _pinned_values(pinned, cfg, conf_dir), conf_dir)
 
     task = task_of(cfg)
     composed: dict[tuple[str, ...], DictConfig] = {}
@@ -125,7 +125,10 @@ def expand(
         for group in groups:
             for value in block[group]:
                 check_option(group, value, conf_dir)
-        values_axes = [k for k in block if k not in groups]
+        values_axes = [k for k in block if k not in groups and k != "seed"]
+        seeds_here = (
+            [whole_number(s, "seed", 0) for s in block["seed"]] if "seed" in block else seed_axis
+        )
         value_keys += values_axes
         first = {g: block[g][0] for g in groups}
         base = _with_identity(OmegaConf.to_container(_compose(first, groups), resolve=False), task)
@@ -142,7 +145,7 @@ def expand(
                 {k: v for k, v in config.items() if k not in ORCHESTRATION_KEYS}
             )
             for values in itertools.product(*(block[k] for k in values_axes)):
-                for seed in seed_axis:
+                for seed in seeds_here:
                     settings = [*zip(values_axes, values, strict=True), ("seed", seed)]
                     cell = _cell(config, settings, plain)
                     configs.setdefault(cell_key(cell), cell)
@@ -202,8 +205,31 @@ def _has_interpolation(value: Any) -> bool:
     return False
 
 
+def pin_blocks(
+    grid: Any, values: Mapping[str, Any], conf_dir: Path = CONF_DIR
+) -> list[dict[str, list[Any]]]:
+    """The blocks of ``grid`` (a ``sweep.grid``) as one job of a Hydra multirun sets them.
+
+    ``values`` maps each key the multirun varies to this job's value (an option name for a
+    group, the typed value otherwise). An axis some block has is pinned as on the command
+    line (:func:`_pin`); a key no block has becomes a one-value axis of every block, so the
+    union of all jobs' blocks is the multirun's grid (``-m +exp=main horizon=2000,4000``:
+    main's blocks twice, once per horizon). A ``seed`` axis replaces the seed of ``seeds``.
+    """
+    blocks = _pin(_blocks(grid), values, conf_dir)
+    for block in blocks:
+        for key, value in values.items():
+            block.setdefault(key, [value])
+    return blocks
+
+
+def _pinned_values(pinned: Mapping[str, str], cfg: DictConfig, conf_dir: Path) -> dict[str, Any]:
+    """The command line's pinned values: option names for groups, typed values otherwise."""
+    return {k: v if is_group(k, conf_dir) else OmegaConf.select(cfg, k) for k, v in pinned.items()}
+
+
 def _pin(
-    blocks: list[dict[str, list[Any]]], pinned: Mapping[str, str], cfg: DictConfig, conf_dir: Path
+    blocks: list[dict[str, list[Any]]], values: Mapping[str, Any], conf_dir: Path
 ) -> list[dict[str, list[Any]]]:
     """Shrink the axes fixed on the command line to that one value.
 
@@ -211,12 +237,11 @@ def _pin(
     without that axis); when no block lists the value, every block takes it instead (e.g.
     the smoke experiment run with another algorithm).
     """
-    for key, raw in pinned.items():
+    for key, value in values.items():
         with_axis = [b for b in blocks if key in b]
         if not with_axis:
             continue
         group = is_group(key, conf_dir)
-        value = raw if group else OmegaConf.select(cfg, key)
         holding = [b for b in with_axis if any(_same(v, value, group) for v in b[key])]
         keep = {id(b) for b in holding} if holding else {id(b) for b in with_axis}
         blocks = [b for b in blocks if key not in b or id(b) in keep]

@@ -74,3 +74,31 @@ def test_cluster_yaml_is_a_valid_ray_cluster_config_that_installs_this_package()
     (checkout,) = [target for target, source in config["file_mounts"].items() if source == "."]
     assert any(f"cd {checkout}" in c and "pip install" in c for c in config["setup_commands"])
     assert any("mlflow server" in c for c in config["head_start_ray_commands"])
+
+
+def test_cluster_local_yaml_is_a_valid_on_premises_config_with_token_data_and_package():
+    """Ray's ``local`` provider (a list of hosts): Ray's own schema, and every node starts Ray
+    from the venv that holds the package, with the token and the datasets' directory."""
+    from pathlib import Path
+
+    import yaml
+    from ray.autoscaler._private.util import prepare_config, validate_config
+
+    path = Path(__file__).resolve().parent.parent / "cluster-local.yaml"
+    config = yaml.safe_load(path.read_text())
+    prepared = prepare_config(config)
+    validate_config(prepared)  # Ray's own schema (raises on a bad config)
+    provider = config["provider"]
+    assert provider["type"] == "local" and provider["head_ip"] and provider["worker_ips"]
+    (node_type,) = prepared["available_node_types"].values()  # what the local provider makes
+    assert node_type["max_workers"] == len(provider["worker_ips"]) == config["max_workers"]
+    assert any("pip install" in c and "[orchestrator]" in c for c in config["setup_commands"])
+    starts = config["head_start_ray_commands"] + config["worker_start_ray_commands"]
+    ray_starts = [c for c in starts if "ray start" in c]
+    assert len(ray_starts) == 2
+    for command in ray_starts:
+        assert "RAY_AUTH_MODE=token" in command and "RAY_AUTH_TOKEN_PATH=" in command
+        assert "SWEEPER_DATA_DIR=" in command and "/venv/bin/ray start" in command
+    token_path = ray_starts[0].split("RAY_AUTH_TOKEN_PATH=")[1].split()[0]
+    assert token_path in config["file_mounts"], "the token is copied to every node"
+    assert any("mlflow server" in c for c in config["head_start_ray_commands"])

@@ -1,0 +1,1 @@
+"""Hydra launcher plugin: a multirun of sweeper is one sweep (see ``sweeper.multirun``)."""

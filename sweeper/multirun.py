@@ -1,0 +1,167 @@
+"""Hydra multirun as one sweep: the jobs of ``python -m sweeper -m ...`` become a grid.
+
+``python -m sweeper -m algorithm=linucb,lints tuner=theory,op seed=0,1`` makes Hydra's basic
+sweeper list eight jobs, each a list of overrides. Hydra's own launchers would run eight
+programs; this app's launcher (``hydra_plugins/sweeper_launcher``, the default of
+``conf/config.yaml``) hands them to :func:`sweeps_of`, which turns them into the sweeps the
+driver runs (``run_sweep``, the same path as ``+exp``): one Ray start, one parent run,
+cells logged as they finish, resume and failure isolation.
+
+* An override that is the same in every job (``+exp=main``, ``launcher.num_cpus=2``) is the
+  sweep's command line.
+* An override that varies is an axis: each job pins its value in the experiment's
+  ``sweep.grid`` (:func:`sweeper.grid.pin_blocks`), and the union of the jobs' blocks is the
+  sweep's grid. ``-m +exp=main horizon=2000,4000`` is main's grid at both horizons.
+* A varying override of a sweep-level setting (``+exp``, ``task``, ``seeds``, ``rerun``,
+  ``experiment.*``, ``tracking.*``, ``launcher.*``, ``sweep.*``) cannot be an axis of one
+  sweep (a sweep has one experiment, one store, one launcher): the jobs are split into one
+  sweep per value, run one after another on the same Ray instance.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from sweeper.grid import Composer, is_group, pin_blocks
+from sweeper.sweep import SweepResult, run_sweep
+
+SWEEP_LEVEL = ("exp", "task", "seeds", "rerun", "experiment", "tracking", "launcher", "sweep")
+"""Keys (and prefixes of dotted keys) that say how a sweep runs, not what a cell computes."""
+
+EXIT_CODES: list[int] = []
+"""The exit status of each sweep this process ran (``sweeper.__main__.entry`` exits with
+the largest)."""
+
+
+@dataclass
+class MultirunSweep:
+    """One sweep of a multirun: its command line (the overrides common to its jobs), the
+    grid its jobs make, and the jobs (their indices in the multirun)."""
+
+    overrides: list[str]
+    grid: list[dict[str, list[Any]]]
+    jobs: list[int]
+
+
+def override_key(override: str) -> str:
+    """``+dataset.n_arms=10`` -> ``dataset.n_arms``."""
+    return override.split("=", 1)[0].lstrip("+~")
+
+
+def is_sweep_level(key: str) -> bool:
+    return key.split(".", 1)[0] in SWEEP_LEVEL
+
+
+def sweeps_of(job_overrides: Sequence[Sequence[str]], compose: Composer) -> list[MultirunSweep]:
+    """Group a multirun's jobs into sweeps and build each one's grid (module docstring).
+
+    Parameters
+    ----------
+    job_overrides : one list of overrides per job, as Hydra's sweeper makes them.
+    compose : composes the root config with a list of overrides (the sweep's base config,
+        whose ``sweep.grid`` the jobs pin).
+    """
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    jobs = [{override_key(o): o for o in overrides} for overrides in job_overrides]
+    for job in jobs:
+        _refuse_deletions(job)
+    varying = {k for job in jobs for k in job if len({j.get(k) for j in jobs}) > 1}
+    by_level: dict[tuple[str | None, ...], list[int]] = {}
+    level_keys = sorted(k for k in varying if is_sweep_level(k))
+    for index, job in enumerate(jobs):
+        by_level.setdefault(tuple(job.get(k) for k in level_keys), []).append(index)
+    sweeps = []
+    for indices in by_level.values():
+        members = [jobs[i] for i in indices]
+        axes = [k for k in dict.fromkeys(k for j in members for k in j) if k in varying]
+        axes = [k for k in axes if not is_sweep_level(k)]
+        common = [o for k, o in members[0].items() if k not in axes]
+        base = compose(common)
+        grid_node = OmegaConf.select(base, "sweep.grid")
+        grid = OmegaConf.to_container(grid_node, resolve=True) if grid_node is not None else None
+        blocks: list[dict[str, list[Any]]] = []
+        for job in members:
+            values = {k: _value(parser, k, job[k]) for k in axes if k in job}
+            for block in pin_blocks(grid, values):
+                if block not in blocks:
+                    blocks.append(block)
+        sweeps.append(MultirunSweep(common, blocks, indices))
+    return sweeps
+
+
+def _value(parser: Any, key: str, override: str) -> Any:
+    """An override's value: the option name of a group, else the typed value (``2000``)."""
+    value = parser.parse_override(override).value()
+    return str(value) if is_group(key) else value
+
+
+def _refuse_deletions(job: dict[str, str]) -> None:
+    for key, override in job.items():
+        if override.startswith("~"):
+            raise ValueError(
+                f"{override} deletes a key in a multirun; sweeper turns a multirun's jobs into "
+                f"one grid, where a key is set, not deleted. Delete {key} for every job in an "
+                "experiment file, or run the jobs without -m"
+            )
+
+
+def run_multirun(job_overrides: Sequence[Sequence[str]], compose: Composer) -> list[int]:
+    """Run a multirun's jobs as sweeps (:func:`sweeps_of`); the exit status of each job.
+
+    Bad input exits with status 2 and a one-paragraph message before anything runs (as
+    ``python -m sweeper`` does); an interrupted sweep exits with 130 at once.
+    """
+    statuses = [0] * len(job_overrides)
+    try:
+        sweeps = sweeps_of(job_overrides, compose)
+    except ValueError as err:
+        exit_bad_input(err)
+    for sweep in sweeps:
+        cfg = with_grid(compose(sweep.overrides), sweep.grid)
+        print(
+            f"multirun: {len(sweep.jobs)} job(s) as one sweep of {len(sweep.grid)} grid "
+            f"block(s) ({' '.join(sweep.overrides) or 'no common overrides'})",
+            file=sys.stdout,
+        )
+        result = run_or_exit(cfg, compose, sweep.overrides)
+        EXIT_CODES.append(result.exit_code)
+        for index in sweep.jobs:
+            statuses[index] = result.exit_code
+        if result.interrupted:
+            command = shlex.join(["python", "-m", "sweeper", *sys.argv[1:]])
+            print(f"to resume the whole multirun, run it again: {command}", file=sys.stderr)
+            sys.exit(result.exit_code)
+    return statuses
+
+
+def with_grid(cfg: DictConfig, grid: list[dict[str, list[Any]]]) -> DictConfig:
+    """``cfg`` with its ``sweep.grid`` replaced by ``grid`` (the sweep's base config)."""
+    with open_dict(cfg):
+        OmegaConf.update(cfg, "sweep.grid", grid, merge=False, force_add=True)
+    return cfg
+
+
+def run_or_exit(cfg: DictConfig, compose: Composer, overrides: Sequence[str]) -> SweepResult:
+    """``run_sweep``, with bad input said once (exit status 2, no traceback)."""
+    try:
+        return run_sweep(cfg, compose, list(overrides))
+    except ValueError as err:
+        exit_bad_input(err)
+
+
+def exit_bad_input(err: ValueError) -> None:
+    """Print a bad-input error as one paragraph and exit with status 2
+    (``HYDRA_FULL_ERROR=1`` raises it instead, with its traceback)."""
+    if os.environ.get("HYDRA_FULL_ERROR") == "1":
+        raise err
+    print(f"error: {err}", file=sys.stderr)
+    sys.exit(2)

@@ -1,0 +1,108 @@
+"""The built wheel, not the editable checkout: installed into fresh venvs, run elsewhere.
+
+``make test-install`` (run by ``.ci/run``) builds the wheel from this checkout and installs
+it twice, each time into a new virtualenv (packages from the registry: about 1 minute for
+the core and 4.5 for the orchestrator on this loaded machine, hence slow-marked):
+
+* the core alone: the research code (``tasks``) imports, and Ray, MLflow and Hydra are not
+  installed at all;
+* with the ``orchestrator`` and ``report`` extras: from a directory that is not a checkout,
+  the ``sweeper`` console script runs the smoke experiment (the configs come from the
+  wheel), ``python -m sweeper -m`` runs a multirun as one sweep (the Hydra launcher plugin
+  ships in the wheel), a user's own experiment is added with ``--config-dir``, and
+  ``sweeper-report`` draws the report.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow
+
+
+def _run(command: list[str], cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("RAY_ADDRESS", "MLFLOW_TRACKING_URI", "VIRTUAL_ENV", "PYTHONPATH")
+    }
+    done = subprocess.run(
+        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
+    assert done.returncode == 0, f"{command}\n{done.stdout[-3000:]}\n{done.stderr[-4000:]}"
+    return done
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(ROOT)], ROOT)
+    (built,) = out.glob("sweeper-*.whl")
+    return built
+
+
+def _venv(path: Path, requirement: str) -> Path:
+    _run([sys.executable, "-m", "venv", str(path)], path.parent)
+    python = path / "bin" / "python"
+    _run([str(python), "-m", "pip", "install", "-q", requirement], path.parent)
+    return python
+
+
+def test_the_core_wheel_runs_the_research_code_without_ray_mlflow_or_hydra(wheel, tmp_path):
+    python = _venv(tmp_path / "core", str(wheel))
+    probe = textwrap.dedent(
+        """
+        import importlib.util, sys
+        import tasks.bandit_tuning.cell, tasks.opl_hpo.cell
+        from tasks.building import build
+        absent = [m for m in ("ray", "mlflow", "hydra", "omegaconf")
+                  if importlib.util.find_spec(m) is not None]
+        assert not absent, f"installed with the core: {absent}"
+        print(tasks.bandit_tuning.cell.__file__)
+        """
+    )
+    done = _run([str(python), "-c", probe], tmp_path)
+    assert "site-packages" in done.stdout, done.stdout  # the wheel's copy, not the checkout
+
+
+def test_the_orchestrator_wheel_runs_sweeps_from_another_directory(wheel, tmp_path):
+    python = _venv(tmp_path / "orch", f"{wheel}[orchestrator,report]")
+    bin_dir = python.parent
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    store = f"sqlite:///{work}/mlflow.db"
+    local = ["launcher.name=local", f"tracking.uri={store}"]
+
+    done = _run([str(bin_dir / "sweeper"), "+exp=smoke", "seeds=1", "horizon=50", *local], work)
+    assert "6 finished, 0 failed" in done.stdout, done.stdout[-2000:]
+
+    multirun = [str(python), "-m", "sweeper", "-m", "task=toy", "horizon=10", "seed=0,1,2"]
+    done = _run([*multirun, *local], work)
+    assert "3 job(s) as one sweep" in done.stdout and "3 finished" in done.stdout, done.stdout
+
+    mine = work / "my_conf" / "exp"
+    mine.mkdir(parents=True)
+    (mine / "mine.yaml").write_text(
+        textwrap.dedent(
+            """\
+            # @package _global_
+            experiment: {name: mine, description: a user's own experiment}
+            horizon: 50
+            seeds: 2
+            sweep:
+              grid: {algorithm: [linucb], tuner: [theory], dataset: [simulation]}
+            """
+        )
+    )
+    done = _run([str(bin_dir / "sweeper"), "--config-dir", "my_conf", "+exp=mine", *local], work)
+    assert "sweep 'mine'" in done.stdout and "2 finished, 0 failed" in done.stdout, done.stdout
+
+    done = _run([str(bin_dir / "sweeper-report"), "smoke", "--tracking-uri", store], work)
+    assert (work / "reports" / "smoke" / "index.html").is_file(), done.stdout
