@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 EXP ?= smoke
 ARGS ?=
 
-.PHONY: reproduce run test test-slow test-experiments bench-orchestration bench-tuners lint bench report clean movielens obd
+.PHONY: reproduce run test test-slow test-faults test-experiments bench-orchestration bench-tuners lint bench report clean movielens obd
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,9 @@ test: $(STAMP)  ## the test suite (slow-marked reproductions excluded)
 
 test-slow: $(STAMP)  ## only the slow-marked reproductions
 	$(BIN)/python -m pytest -q -m slow $(ARGS)
+
+test-faults: $(STAMP)  ## kill -9 at 30 moments, double Ctrl-C, two drivers: exactly once (slow)
+	$(BIN)/python -m pytest -q -m slow tests/test_faults_injection.py $(ARGS)
 
 test-experiments: $(STAMP)  ## every experiment of conf/exp/ at reduced size, on Ray (slow)
 	$(BIN)/python -m pytest -q -m slow tests/test_experiments.py $(ARGS)

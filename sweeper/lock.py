@@ -387,7 +387,19 @@ def prepare_sqlite_store(path: Path, settle_s: float = SETTLE_S) -> str:
     for journal in ("-journal", "-wal", "-shm"):  # never replayed into the new file
         path.with_name(path.name + journal).unlink(missing_ok=True)
     os.replace(temporary, path)
+    _forget_engines(path)
     return "rebuilt"
+
+
+def _forget_engines(path: Path) -> None:
+    """Close the connections this process still holds to the file ``path`` replaced."""
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    for uri, engine in list(SqlAlchemyStore._engine_map.items()):
+        database = engine.url.database
+        if database and Path(database).resolve() == path.resolve():
+            engine.dispose()
+            SqlAlchemyStore._engine_map.pop(uri, None)
 
 
 def _damaged_message(path: Path, state: dict[str, Any]) -> str:

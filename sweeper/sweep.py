@@ -157,7 +157,7 @@ def _sweep(
     with store_calls("reading what the experiment holds"):
         parents = tracker.sweep_parents()
         index = tracker.resume_index(parents)
-        retagged = tracker.settle_supersession(parents)
+        retagged = tracker.settle_supersession(parents, index)
         carried = carry_over(tracker, cells, index)
     rerun = bool(cfg.get("rerun"))
     known = {c.key: index.finished[c.key] for c in cells if c.key in index.finished}
@@ -303,7 +303,7 @@ def _drive(
     try:
         with store_calls("ending the sweep's parent run"):
             if rows:
-                tracker.write_cells_table(parent, result.table)
+                tracker.write_cells_table(parent, result.table, until=logger.until())
             if rerun and known and not (result.interrupted or result.store_error):
                 tracker.client.delete_tag(parent, "sweeper.rerun_open")
             tracker.finish_parent(
@@ -339,10 +339,16 @@ class _CellLogger:
         self.pool = ThreadPoolExecutor(threads, "sweeper-log") if threads > 1 else None
         self.limit = 4 * threads
         self.pending: dict[Future, int] = {}  # a cell being logged -> when it was handed over
+        self.cut: int | None = None  # when the first cell whose logging was cut off began
 
     def _log(self, cell: Cell, outcome: Outcome, supersedes: list[str]):
-        with store_calls(f"logging cell {cell.label}"):
-            return cell, outcome, self.tracker.log_cell(cell, outcome, self.parent, supersedes)
+        handed = now_ms()
+        try:
+            with store_calls(f"logging cell {cell.label}"):
+                return cell, outcome, self.tracker.log_cell(cell, outcome, self.parent, supersedes)
+        except BaseException:  # its run may exist (even FINISHED) without a table row
+            self.cut = handed if self.cut is None else min(self.cut, handed)
+            raise
 
     def submit(self, cell: Cell, outcome: Outcome, supersedes: list[str]) -> list:
         """Log (or start logging) one cell; return the cells whose logging has completed."""
@@ -366,8 +372,10 @@ class _CellLogger:
 
     def until(self) -> int:
         """The table's ``table_until``: now, or the hand-over time of the oldest cell still
-        being logged (its run may already exist without being in the table)."""
-        return min([now_ms(), *self.pending.values()])
+        being logged or whose logging was cut off (a second Ctrl-C, a store error): its run
+        may exist without being in the table, so the next start searches for it."""
+        cut = [] if self.cut is None else [self.cut]
+        return min([now_ms(), *self.pending.values(), *cut])
 
     def close(self) -> None:
         if self.pool is not None:

@@ -364,10 +364,11 @@ class Tracker:
         except Exception:  # noqa: BLE001 - the next start settles them
             return 0
 
-    def settle_supersession(self, parents: Iterable[Any]) -> int:
+    def settle_supersession(self, parents: Iterable[Any], index: ResumeIndex) -> int:
         """After a rerun that did not end (a parent tagged ``sweeper.rerun_open``): tag every
         FINISHED run of each cell but the newest ``superseded_by`` the newest, untag the
-        newest, and clear the marks. Returns how many runs were re-tagged."""
+        newest, make the newest each cell's entry in ``index``, and clear the marks.
+        Returns how many runs were re-tagged."""
         marked = [p for p in parents if p.data.tags.get("sweeper.rerun_open")]
         if not marked:
             return 0
@@ -377,6 +378,8 @@ class Tracker:
             key = run.data.tags["cell_key"]
             if key not in newest or run.info.start_time > newest[key].info.start_time:
                 newest[key] = run
+        for key, run in newest.items():
+            index.add(key, IndexEntry(run.info.run_id, int(run.info.start_time), run=run))
         fixed = 0
         for run in finished:
             current = newest[run.data.tags["cell_key"]].info.run_id
