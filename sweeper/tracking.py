@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import os
 import socket
 import sqlite3
@@ -138,6 +139,18 @@ STORE_ERRORS: tuple[type[BaseException], ...] = (
     OSError,
 )
 """What a failing store raises through MLflow (an HTTP error is an ``OSError`` too)."""
+
+
+class _OneParagraph(logging.Filter):
+    """MLflow logs each database error with its traceback before raising it; the driver
+    says what failed itself (:func:`store_calls`), so only the message is kept."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.exc_info, record.exc_text = None, None
+        return True
+
+
+logging.getLogger("mlflow.store.db.utils").addFilter(_OneParagraph())
 
 
 @contextmanager
