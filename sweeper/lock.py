@@ -334,11 +334,12 @@ def _remove_stale_builds(path: Path) -> None:
     """Delete temporary stores of builders that died (their pid is gone)."""
     for stale in path.parent.glob(f".{path.name}{BUILDING}*"):
         pid = stale.name.rsplit(BUILDING, 1)[1].split("-", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
             stale.unlink(missing_ok=True)
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """True when a process ``pid`` exists on this host (perhaps another user's)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -6,6 +6,12 @@ cells or ``tracking.flush_every_s`` seconds (and at the end), and Ctrl-C (or SIG
 ``ray job stop`` sends) cancels only what is in flight. Starting the same command again
 resumes: cells with a FINISHED run are skipped, RUNNING leftovers of a killed driver are
 set KILLED, and table rows the last flush missed are rebuilt from their runs.
+
+Exactly once under faults (issue #17): the driver holds the store's lock (a local sqlite
+file) or the experiment's lease (a tracking server) for its whole life
+(:mod:`sweeper.lock`), so no other driver computes the same cells; a store that fails
+mid-sweep ends it cleanly (``SweepResult.store_error``, exit status 3); a run whose logging
+was cut off is settled KILLED and kept out of the table's ``table_until`` mark.
 """
 
 from __future__ import annotations

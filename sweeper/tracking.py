@@ -59,7 +59,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sweeper.cells import Cell, flatten
 from sweeper.errors import SweepError
 from sweeper.execute import Outcome
-from sweeper.lock import StoreBusy, prepare_sqlite_store, sqlite_path
+from sweeper.lock import StoreBusy, pid_alive, prepare_sqlite_store, sqlite_path
 from sweeper.provenance import code_tags
 from sweeper.task import GENERIC, Task
 
@@ -190,12 +190,8 @@ def driver_alive(driver: str | None) -> bool | None:
     if host != socket.gethostname() or not pid_text.isdigit():
         return None
     pid = int(pid_text)
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not pid_alive(pid):
         return False
-    except PermissionError:
-        return True
     return start in ("?", "") or _process_start(pid) == start
 
 

@@ -30,6 +30,7 @@ from mlflow.exceptions import MlflowException
 from sweeper.lock import Lease, StoreBusy, StoreLock, schema_state
 from sweeper.tracking import Tracker, now_ms
 from tests.test_orchestration import _cell_runs, _overrides, _spawn, _statuses, _sweep
+from tests.test_orchestration_server import tracking_server  # noqa: F401 - a fixture
 
 
 def _current(runs) -> Counter:
@@ -246,6 +247,27 @@ def test_a_lease_refuses_a_second_driver_and_expires_with_a_dead_one(tracking_ur
 
 
 @pytest.mark.slow
+def test_a_driver_refuses_an_experiment_another_machine_holds_on_a_tracking_server(
+    composer,
+    tracking_server,  # noqa: F811
+    monkeypatch,
+):
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    overrides = ["task=toy", "seeds=2", "launcher.name=local", "experiment.name=leased"]
+    overrides.append(f"tracking.uri={tracking_server}")
+    tracker = Tracker(tracking_server, "leased")
+    other = Lease(tracker.client, tracker.experiment_id, "machine-b:42:1", "python -m sweeper x")
+    other.acquire()
+    with pytest.raises(StoreBusy, match=r"driver machine-b:42:1 \(running: python -m sweeper x\)"):
+        _sweep(composer, overrides)
+    assert not _cell_runs(tracking_server, "leased")  # nothing ran
+    other.release()
+    result, _ = _sweep(composer, overrides)
+    assert result.ok and result.finished == 2
+    assert not tracker.client.search_runs([tracker.experiment_id], "tags.role = 'lease'")
+
+
+@pytest.mark.slow
 def test_two_drivers_started_at_once_on_an_interrupted_store_compute_each_cell_once(
     tmp_path, tracking_uri, ray_address
 ):
@@ -313,21 +335,28 @@ def test_a_run_left_running_before_the_tables_mark_is_reaped(composer, tracking_
     assert client.get_run(orphan.info.run_id).info.status == "KILLED"
 
 
+def _break_third_cell(monkeypatch, error: BaseException):
+    """Raise ``error`` when the third cell logs its params (its run exists, RUNNING);
+    return the original ``MlflowClient.log_batch``."""
+    calls = {"n": 0}
+    original = MlflowClient.log_batch
+
+    def broken(self, run_id, metrics=(), params=(), tags=(), **kwargs):
+        if params:
+            calls["n"] += 1
+            if calls["n"] == 3:
+                raise error
+        return original(self, run_id, metrics=metrics, params=params, tags=tags, **kwargs)
+
+    monkeypatch.setattr(MlflowClient, "log_batch", broken)
+    return original
+
+
 def test_a_run_cut_off_while_it_is_logged_is_settled_by_its_own_driver(
     composer, tracking_uri, monkeypatch
 ):
     """A second Ctrl-C lands between a cell run's creation and its metrics."""
-    calls = {"n": 0}
-    original = MlflowClient.log_batch
-
-    def interrupted(self, run_id, metrics=(), params=(), tags=(), **kwargs):
-        if params:
-            calls["n"] += 1
-            if calls["n"] == 3:
-                raise KeyboardInterrupt
-        return original(self, run_id, metrics=metrics, params=params, tags=tags, **kwargs)
-
-    monkeypatch.setattr(MlflowClient, "log_batch", interrupted)
+    original = _break_third_cell(monkeypatch, KeyboardInterrupt())
     overrides = _overrides(tracking_uri, "twice", "seeds=5", "launcher.name=local")
     result, _ = _sweep(composer, overrides)
     assert result.interrupted and result.exit_code == 130
@@ -384,17 +413,8 @@ def test_a_double_ctrl_c_leaves_nothing_running(tmp_path, tracking_uri, ray_addr
 def test_a_store_error_mid_sweep_stops_cleanly_with_exit_status_3(
     composer, tracking_uri, monkeypatch
 ):
-    calls = {"n": 0}
-    original = MlflowClient.log_batch
-
-    def full(self, run_id, metrics=(), params=(), tags=(), **kwargs):
-        if params:
-            calls["n"] += 1
-            if calls["n"] == 3:
-                raise MlflowException("(sqlite3.OperationalError) database or disk is full")
-        return original(self, run_id, metrics=metrics, params=params, tags=tags, **kwargs)
-
-    monkeypatch.setattr(MlflowClient, "log_batch", full)
+    full = MlflowException("(sqlite3.OperationalError) database or disk is full")
+    original = _break_third_cell(monkeypatch, full)
     overrides = _overrides(tracking_uri, "full", "seeds=5", "launcher.name=local")
     result, out = _sweep(composer, overrides)
     assert result.exit_code == 3 and not result.ok

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -21,6 +22,7 @@ BENCH = Path(__file__).resolve().parents[1] / "bench" / "bench_faults.py"
 def _faults():
     spec = importlib.util.spec_from_file_location("bench_faults", BENCH)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
