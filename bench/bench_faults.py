@@ -4,7 +4,7 @@
 
 ``make test-faults`` runs the same trials as a slow test (tests/test_faults_injection.py)
 and writes the same file. Every trial drives real processes: ``python -m sweeper`` on a
-toy sweep (:data:`ARGS`: 12 cells of 0.3 s, the table flushed every 3 cells) joining one
+toy sweep (:data:`ARGS`: 16 cells of 0.6 s, the table flushed every 3 cells) joining one
 Ray instance, then injects a fault, then runs the same command again to the end. Trials:
 
 - ``kill``: ``kill -9`` of the driver's process group at a moment drawn uniformly over a
@@ -13,7 +13,7 @@ Ray instance, then injects a fault, then runs the same command again to the end.
 - ``kill-rerun``: the same during ``rerun=true`` of a complete store, resumed by a plain run;
 - ``double-sigint``: two SIGINTs 20 ms apart once a few cells have finished;
 - ``two-drivers``: two drivers started in the same instant on an interrupted store (the
-  same sweep), on a new store, and two different sweeps sharing 8 cells (``seeds=12`` and
+  same sweep), on a new store, and two different sweeps sharing 8 cells (``seeds=16`` and
   ``seeds=8``): exactly one may run, the other exits 4 naming it;
 - ``poller``: a script polling the new store with ``MlflowClient.search_runs`` while the
   driver creates it (as ``mlflow ui`` or a report would).
@@ -46,12 +46,12 @@ NAME = "faults"
 ARGS = [
     "task=toy",
     "horizon=50",
-    "seeds=12",
-    "+toy.sleep_s=0.3",
+    "seeds=16",
+    "+toy.sleep_s=0.6",
     "tracking.flush_every=3",
     f"experiment.name={NAME}",
 ]
-CELLS = 12
+CELLS = 16
 LIMIT_S = 300.0
 RESULTS = Path(__file__).resolve().parent / "results" / "faults.md"
 
@@ -183,18 +183,23 @@ def _resume(
         trial.violations += violations(uri)
 
 
-def _store(workdir: Path, index: int) -> tuple[Path, str, list[str]]:
+def _store(workdir: Path, index: int, address: str) -> tuple[Path, str, list[str]]:
+    """A trial's directory: its store's path and URI, and the sweep's command line."""
     cwd = workdir / f"trial{index:02d}"
     cwd.mkdir(parents=True, exist_ok=True)
     db = cwd / "mlflow.db"
-    return db, f"sqlite:///{db}", [f"tracking.uri=sqlite:///{db}"]
+    return (
+        db,
+        f"sqlite:///{db}",
+        [*ARGS, f"tracking.uri=sqlite:///{db}", f"launcher.address={address}"],
+    )
 
 
 def clean_run(workdir: Path, address: str) -> float:
     """Wall time of one uninterrupted run on a new store: the span kill moments cover."""
-    db, uri, store = _store(workdir, 0)
+    db, uri, args = _store(workdir, 0, address)
     started = time.perf_counter()
-    code = finish(spawn([*ARGS, *store, f"launcher.address={address}"], db.parent, "clean"))
+    code = finish(spawn(args, db.parent, "clean"))
     wall = time.perf_counter() - started
     if code != 0 or violations(uri):
         raise RuntimeError(f"the clean run failed: {(db.parent / 'clean.out').read_text()}")
@@ -202,8 +207,7 @@ def clean_run(workdir: Path, address: str) -> float:
 
 
 def kill_trial(workdir: Path, index: int, address: str, moment: float, rerun: bool) -> Trial:
-    db, uri, store = _store(workdir, index)
-    args = [*ARGS, *store, f"launcher.address={address}"]
+    db, uri, args = _store(workdir, index, address)
     trial = Trial("kill-rerun" if rerun else "kill", moment)
     if rerun:  # a complete store first, then kill rerun=true
         finish(spawn(args, db.parent, "first"))
@@ -217,8 +221,7 @@ def kill_trial(workdir: Path, index: int, address: str, moment: float, rerun: bo
 
 
 def double_sigint_trial(workdir: Path, index: int, address: str) -> Trial:
-    db, uri, store = _store(workdir, index)
-    args = [*ARGS, *store, f"launcher.address={address}"]
+    db, uri, args = _store(workdir, index, address)
     trial = Trial("double-sigint")
     proc = spawn(args, db.parent, "interrupted")
     wait_finished(proc, db, 3)
@@ -235,9 +238,8 @@ def double_sigint_trial(workdir: Path, index: int, address: str) -> Trial:
 
 def two_drivers_trial(workdir: Path, index: int, address: str, variant: str) -> Trial:
     """Two drivers at once: ``interrupted`` (the same sweep, on a store killed after 3
-    cells), ``new`` (the same sweep on a new store), ``overlap`` (seeds=12 and seeds=8)."""
-    db, uri, store = _store(workdir, index)
-    args = [*ARGS, *store, f"launcher.address={address}"]
+    cells), ``new`` (the same sweep on a new store), ``overlap`` (seeds=16 and seeds=8)."""
+    db, uri, args = _store(workdir, index, address)
     trial = Trial(f"two-drivers ({variant})")
     if variant == "interrupted":
         proc = spawn(args, db.parent, "first")
@@ -261,8 +263,7 @@ def two_drivers_trial(workdir: Path, index: int, address: str, variant: str) -> 
 
 
 def poller_trial(workdir: Path, index: int, address: str) -> Trial:
-    db, uri, store = _store(workdir, index)
-    args = [*ARGS, *store, f"launcher.address={address}"]
+    db, uri, args = _store(workdir, index, address)
     trial = Trial("poller")
     poll = (
         "import time, mlflow\n"
@@ -323,6 +324,16 @@ def run_trials(workdir: Path, address: str, kills: int = 30, seed: int = 0, log=
     return trials, clean_s
 
 
+def _phase(trial: Trial) -> str:
+    if trial.store_before == "absent":
+        return "before the store existed (Python starting, the store being built)"
+    if trial.finished_before == 0:
+        return "store whole, no cell logged yet"
+    if trial.finished_before < CELLS:
+        return "while cells ran and were logged"
+    return "after the last cell was logged (table, parent run, exit)"
+
+
 def write_results(trials: list[Trial], clean_s: float, wall_s: float, load: float, out: Path):
     ok = sum(not t.violations for t in trials)
     lines = [
@@ -332,7 +343,7 @@ def write_results(trials: list[Trial], clean_s: float, wall_s: float, load: floa
         "(tests/test_faults_injection.py, trials in `bench/bench_faults.py`) on this machine "
         f"({platform.machine()}, 2 cores, Python {platform.python_version()}); load average "
         f"{load:.2f} when it started (2 cores: above 2, other work shared them). Every trial "
-        "drives real `python -m sweeper` processes on a toy sweep of 12 cells (0.3 s each, "
+        "drives real `python -m sweeper` processes on a toy sweep of 16 cells (0.6 s each, "
         "the table flushed every 3 cells) joining one 2-CPU Ray instance; faults are sent "
         "to the driver's process group. An uninterrupted run on a new store took "
         f"{clean_s:.1f} s (imports, store creation, cells); kill moments are uniform over it.",
@@ -353,11 +364,11 @@ def write_results(trials: list[Trial], clean_s: float, wall_s: float, load: floa
             f"| {i} | {t.kind} | {moment} | {json.dumps(t.exit_codes)} | {t.store_before} | "
             f"{t.finished_before} | {notes} | {outcome} |"
         )
-    counts = Counter(t.store_before for t in trials if t.kind == "kill")
+    counts = Counter(_phase(t) for t in trials if t.kind == "kill")
     lines += [
         "",
-        "Where the kills landed (store state right after `kill -9`): "
-        + ", ".join(f"{k}: {v}" for k, v in sorted(counts.items()))
+        "Where the 30 kills landed (from the store right after `kill -9`): "
+        + ", ".join(f"{k}: {v}" for k, v in counts.items())
         + ". A kill while the store is created leaves no store (it is built under a "
         "temporary name and linked into place when whole); exit code 4 is a driver refused "
         "because another one holds the store.",

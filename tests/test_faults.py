@@ -47,6 +47,19 @@ def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in drop}
 
 
+def _run(args: list[str], cwd: Path, **options) -> subprocess.CompletedProcess:
+    """``python -m sweeper ARGS`` to its end, its output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "sweeper", *args],
+        cwd=cwd,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        **options,
+    )
+
+
 # --- 1. a new store exists whole or not at all -------------------------------------------
 
 
@@ -76,20 +89,10 @@ def test_a_half_built_store_without_runs_is_rebuilt(tmp_path, tracking_uri, comp
 
 def test_a_half_built_store_with_runs_is_explained_in_one_paragraph(tmp_path, tracking_uri):
     overrides = ["task=toy", "seeds=1", "launcher.name=local", f"tracking.uri={tracking_uri}"]
-    done = subprocess.run(
-        [sys.executable, "-m", "sweeper", *overrides], cwd=tmp_path, env=_env(), timeout=120
-    )
-    assert done.returncode == 0
+    assert _run(overrides, tmp_path).returncode == 0
     path = Path(tracking_uri.removeprefix("sqlite:///"))
     _half_built(path, runs=True)
-    done = subprocess.run(
-        [sys.executable, "-m", "sweeper", *overrides],
-        cwd=tmp_path,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = _run(overrides, tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
     assert "run(s) but its schema is incomplete" in done.stderr
@@ -132,14 +135,7 @@ def test_a_kill_while_the_driver_creates_a_new_store_breaks_nothing(tmp_path, ra
         db.unlink(missing_ok=True)
         _kill_while_created(tmp_path, [sys.executable, "-m", "sweeper", *args], db, delay)
         assert not db.exists() or schema_state(db)["whole"]  # never half-built
-        done = subprocess.run(
-            [sys.executable, "-m", "sweeper", *args],
-            cwd=tmp_path,
-            env=_env(),
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        done = _run(args, tmp_path)
         assert done.returncode == 0, done.stdout[-1000:] + done.stderr[-2000:]
         runs = _cell_runs(f"sqlite:///{db}", "adhoc")
         assert _statuses(runs) == Counter({"FINISHED": 3})
@@ -164,14 +160,7 @@ def test_a_store_half_built_by_a_killed_mlflow_is_rebuilt(tmp_path):
     else:
         pytest.fail("no kill landed inside MLflow's table creation")
     args = ["task=toy", "seeds=2", "launcher.name=local", f"tracking.uri=sqlite:///{db}"]
-    done = subprocess.run(
-        [sys.executable, "-m", "sweeper", *args],
-        cwd=tmp_path,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = _run(args, tmp_path)
     assert done.returncode == 0, done.stdout[-1000:] + done.stderr[-2000:]
     assert "the store was rebuilt whole" in done.stdout
     assert _statuses(_cell_runs(f"sqlite:///{db}", "adhoc")) == Counter({"FINISHED": 2})
@@ -296,16 +285,11 @@ def test_two_drivers_started_at_once_on_an_interrupted_store_compute_each_cell_o
         Counter(r.data.tags["cell_key"] for r in runs if r.info.status == "FINISHED").values()
     ) == {1}
     for command in (args, [*args, "seeds=5"]):
-        done = subprocess.run(_spawn_args(command), cwd=tmp_path, env=_env(), timeout=300)
-        assert done.returncode == 0
+        assert _run(command, tmp_path).returncode == 0
     runs = _cell_runs(tracking_uri, name)
     finished = Counter(r.data.tags["cell_key"] for r in runs if r.info.status == "FINISHED")
     assert len(finished) == 8 and set(finished.values()) == {1}
     assert not _statuses(runs)["RUNNING"]
-
-
-def _spawn_args(args: list[str]) -> list[str]:
-    return [sys.executable, "-m", "sweeper", *args]
 
 
 # --- 3. a run cut off by a second Ctrl-C --------------------------------------------------
@@ -397,13 +381,7 @@ def test_a_double_ctrl_c_leaves_nothing_running(tmp_path, tracking_uri, ray_addr
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
         # The driver settled what it left, or the next start does: never RUNNING for good.
-        done = subprocess.run(
-            _spawn_args([*args, "launcher.name=local", "seeds=1"]),
-            cwd=tmp_path,
-            env=_env(),
-            timeout=300,
-        )
-        assert done.returncode == 0
+        assert _run([*args, "launcher.name=local", "seeds=1"], tmp_path).returncode == 0
         assert not _statuses(_cell_runs(tracking_uri, name))["RUNNING"]
 
 
@@ -444,32 +422,21 @@ def test_a_disk_that_fills_up_mid_sweep_ends_the_command_with_status_3(tmp_path)
         "launcher.name=local",
         f"tracking.uri=sqlite:///{db}",
     ]
-    first = subprocess.run(_spawn_args([*args, "seeds=1"]), cwd=tmp_path, env=_env(), timeout=300)
-    assert first.returncode == 0
+    assert _run([*args, "seeds=1"], tmp_path).returncode == 0
     limit = db.stat().st_size + 400_000
 
     def small_disk():
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
-    done = subprocess.run(
-        _spawn_args(args),
-        cwd=tmp_path,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        preexec_fn=small_disk,
-    )
+    done = _run(args, tmp_path, preexec_fn=small_disk)
     assert done.returncode == 3, done.stdout[-2000:] + done.stderr[-2000:]
     assert "The MLflow store failed" in done.stdout
     assert "Traceback" not in done.stderr
     assert "python -m sweeper task=toy" in done.stdout
     finished = _statuses(_cell_runs(f"sqlite:///{db}", "adhoc"))["FINISHED"]
     assert 1 < finished < 40
-    again = subprocess.run(
-        _spawn_args(args), cwd=tmp_path, env=_env(), timeout=300, capture_output=True, text=True
-    )
+    again = _run(args, tmp_path)
     assert again.returncode == 0, again.stdout[-2000:]
     runs = _cell_runs(f"sqlite:///{db}", "adhoc")
     finished = Counter(r.data.tags["cell_key"] for r in runs if r.info.status == "FINISHED")
