@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 EXP ?= smoke
 ARGS ?=
 
-.PHONY: reproduce run test test-slow test-experiments test-install test-cluster bench-orchestration bench-tuners lint bench report check-pages clean movielens obd
+.PHONY: reproduce run test test-slow test-faults test-experiments test-install test-cluster bench-orchestration bench-tuners lint bench report check-pages clean movielens obd
 
 # editable_mode=compat: the checkout itself goes on sys.path, so that Hydra's plugin scan finds
 # hydra_plugins/sweeper_launcher (it cannot walk setuptools' default editable finder).
@@ -32,6 +32,9 @@ test-install: $(STAMP)  ## build the wheel, install it (core; orchestrator) in f
 
 test-cluster: $(STAMP)  ## a real `ray start` head + worker and `ray job submit`; fake autoscaling (slow)
 	$(BIN)/python -m pytest -q -m slow tests/test_cluster_submit.py tests/test_cluster_autoscale.py $(ARGS)
+
+test-faults: $(STAMP)  ## kill -9 at 30 moments, double Ctrl-C, two drivers: exactly once (slow)
+	$(BIN)/python -m pytest -q -m slow tests/test_faults_injection.py $(ARGS)
 
 test-experiments: $(STAMP)  ## every experiment of conf/exp/ at reduced size, on Ray (slow)
 	$(BIN)/python -m pytest -q -m slow tests/test_experiments.py $(ARGS)
@@ -71,4 +74,4 @@ check-pages: $(STAMP)  ## render every docs/results page in headless Chromium: n
 	$(BIN)/python -m sweeper.report.pagecheck docs/results/*/index.html
 
 clean:
-	rm -rf $(VENV) outputs multirun mlflow.db mlartifacts reports
+	rm -rf $(VENV) outputs multirun mlflow.db mlflow.db.lock mlartifacts reports

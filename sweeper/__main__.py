@@ -10,8 +10,10 @@ The configs are the checkout's ``conf/`` or, installed from a wheel, the copy in
 package (``sweeper.paths``); ``--config-dir DIR`` adds a directory of your own experiments.
 
 Exit status: 0 when every cell finished, 1 when any cell failed, 2 for bad input (a
-one-paragraph message, no traceback unless HYDRA_FULL_ERROR=1; nothing ran), 130 when
-interrupted (Ctrl-C or SIGTERM; rerun the same command to resume).
+one-paragraph message, no traceback unless HYDRA_FULL_ERROR=1; nothing ran), 3 when the
+MLflow store failed (disk full, server gone: what was logged is kept; fix it and rerun the
+same command to resume), 4 when another driver writes into the store (nothing ran; the
+message names it), 130 when interrupted (Ctrl-C or SIGTERM; rerun the same command to resume).
 """
 
 from __future__ import annotations

@@ -30,7 +30,9 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from sweeper.grid import Composer, is_group, pin_blocks
-from sweeper.sweep import SweepResult, run_sweep
+from sweeper.lock import StoreBusy
+from sweeper.sweep import EXIT_STORE_BUSY, EXIT_STORE_FAILED, SweepResult, run_sweep
+from sweeper.tracking import StoreFailed
 
 SWEEP_LEVEL = ("exp", "task", "seeds", "rerun", "experiment", "tracking", "launcher", "sweep")
 """Keys (and prefixes of dotted keys) that say how a sweep runs, not what a cell computes."""
@@ -151,11 +153,22 @@ def with_grid(cfg: DictConfig, grid: list[dict[str, list[Any]]]) -> DictConfig:
 
 
 def run_or_exit(cfg: DictConfig, compose: Composer, overrides: Sequence[str]) -> SweepResult:
-    """``run_sweep``, with bad input said once (exit status 2, no traceback)."""
+    """``run_sweep``, with what stops it before a cell runs said once, no traceback: bad
+    input (exit status 2), another driver on the store (4), the store failing (3)."""
     try:
         return run_sweep(cfg, compose, list(overrides))
     except ValueError as err:
         exit_bad_input(err)
+    except StoreBusy as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(EXIT_STORE_BUSY)
+    except StoreFailed as err:
+        print(
+            f"error: the MLflow store failed ({err}). Nothing was lost: fix the store (free "
+            "disk space, restart the tracking server, ...) and run the same command again",
+            file=sys.stderr,
+        )
+        sys.exit(EXIT_STORE_FAILED)
 
 
 def exit_bad_input(err: ValueError) -> None:

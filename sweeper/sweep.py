@@ -6,6 +6,12 @@ cells or ``tracking.flush_every_s`` seconds (and at the end), and Ctrl-C (or SIG
 ``ray job stop`` sends) cancels only what is in flight. Starting the same command again
 resumes: cells with a FINISHED run are skipped, RUNNING leftovers of a killed driver are
 set KILLED, and table rows the last flush missed are rebuilt from their runs.
+
+Exactly once under faults (issue #17): the driver holds the store's lock (a local sqlite
+file) or the experiment's lease (a tracking server) for its whole life
+(:mod:`sweeper.lock`), so no other driver computes the same cells; a store that fails
+mid-sweep ends it cleanly (``SweepResult.store_error``, exit status 3); a run whose logging
+was cut off is settled KILLED and kept out of the table's ``table_until`` mark.
 """
 
 from __future__ import annotations
@@ -31,16 +37,28 @@ from sweeper.errors import SweepError
 from sweeper.execute import Outcome
 from sweeper.grid import Composer, expand, task_of
 from sweeper.launch import check_launcher, init_ray, launch
+from sweeper.lock import Lease, store_lock
 from sweeper.migrate import carry_over
 from sweeper.progress import Progress, format_duration
 from sweeper.task import GENERIC, Task
-from sweeper.tracking import IndexEntry, ResumeIndex, Tracker, now_ms
+from sweeper.tracking import (
+    IndexEntry,
+    ResumeIndex,
+    StoreFailed,
+    Tracker,
+    check_store,
+    now_ms,
+    resolve_uri,
+    store_calls,
+)
 from tasks.building import locate
 
 TABLE_FLUSH_EVERY = 50
 TABLE_FLUSH_EVERY_S = 30.0
 MAX_LISTED_FAILURES = 20
 MAX_SUMMARY_ROWS = 60
+EXIT_STORE_FAILED = 3
+EXIT_STORE_BUSY = 4
 
 
 class Failure(NamedTuple):
@@ -73,9 +91,11 @@ class SweepResult:
     task: Task = GENERIC
     settings: dict[str, str] = field(default_factory=dict)  # cell key -> its run name sans seed
 
+    store_error: str = ""  # the MLflow store failed mid-sweep: why
+
     @property
     def ok(self) -> bool:
-        return not self.failed and not self.interrupted
+        return not self.failed and not self.interrupted and not self.store_error
 
     @property
     def processed(self) -> int:
@@ -87,7 +107,10 @@ class SweepResult:
 
     @property
     def exit_code(self) -> int:
-        """0 when every cell finished, 1 if any failed, 130 if interrupted."""
+        """0 when every cell finished, 1 if any failed, 3 if the store failed, 130 if
+        interrupted (the full list: sweeper/__main__.py)."""
+        if self.store_error:
+            return EXIT_STORE_FAILED
         return 130 if self.interrupted else (1 if self.failed else 0)
 
 
@@ -99,15 +122,49 @@ def sweep_key(cells: Sequence[Cell]) -> str:
 def run_sweep(
     cfg: DictConfig, compose: Composer, cli_overrides: Sequence[str] = (), out: TextIO = sys.stdout
 ) -> SweepResult:
+    """Run the sweep ``cfg`` describes (steps 2-7 of docs/architecture.md).
+
+    Raises ``ValueError`` (``SweepError``) for bad input before anything runs,
+    :class:`~sweeper.lock.StoreBusy` when another driver writes into the store (or, on a
+    tracking server, the experiment), :class:`~sweeper.tracking.StoreFailed` when the store
+    fails before the first cell is dispatched; a store failure later ends the sweep cleanly
+    (``SweepResult.store_error``, exit status 3).
+    """
     started = time.perf_counter()
     check_launcher(cfg.launcher)
     cells = expand(cfg, compose, cli_overrides)
     validate(cells)
-    name = str(cfg.experiment.name)
-    task = task_of(cfg)
-    tracker = Tracker(cfg.tracking.get("uri"), name, task)
-    index = tracker.resume_index()
-    carried = carry_over(tracker, cells, index)
+    uri = resolve_uri(cfg.tracking.get("uri"))
+    check_store(uri)
+    command = _command(cli_overrides)
+    with store_lock(uri, command):
+        with store_calls(f"opening the MLflow store {uri}"):
+            tracker = Tracker(uri, str(cfg.experiment.name), task_of(cfg))
+        lease = Lease(tracker.client, tracker.experiment_id, tracker.driver, command)
+        if tracker.remote:
+            with store_calls("taking the experiment's lease"):
+                lease.acquire()
+        try:
+            return _sweep(cfg, tracker, cells, cli_overrides, started, out)
+        finally:
+            lease.release()
+
+
+def _sweep(
+    cfg: DictConfig,
+    tracker: Tracker,
+    cells: Sequence[Cell],
+    cli_overrides: Sequence[str],
+    started: float,
+    out: TextIO,
+) -> SweepResult:
+    """Resume index, Ray, parent run, then :func:`_drive`; holding the store's lock."""
+    name, task = tracker.experiment_name, tracker.task
+    with store_calls("reading what the experiment holds"):
+        parents = tracker.sweep_parents()
+        index = tracker.resume_index(parents)
+        retagged = tracker.settle_supersession(parents, index)
+        carried = carry_over(tracker, cells, index)
     rerun = bool(cfg.get("rerun"))
     known = {c.key: index.finished[c.key] for c in cells if c.key in index.finished}
     todo = cells if rerun else [c for c in cells if c.key not in known]
@@ -122,6 +179,10 @@ def run_sweep(
         settings={c.key: c.setting for c in cells},
     )
     print(f"sweep '{name}': results go to {tracker.uri}", file=out)
+    if tracker.store_note:
+        print(f"  the store was {tracker.store_note} whole (sweeper/lock.py)", file=out)
+    if retagged:
+        print(f"  {retagged} run(s) of an interrupted rerun re-tagged superseded_by", file=out)
     if todo and cfg.launcher.get("name", "ray") == "ray":
         try:  # before the parent run: a cluster that cannot be used leaves nothing behind
             init_ray(cfg.launcher)
@@ -129,14 +190,16 @@ def run_sweep(
             result.interrupted, result.cancelled = True, len(todo)
             print_summary(result, out)
             return result
-    parent = tracker.parent_run(
-        sweep_key(cells), OmegaConf.to_yaml(cfg), str(cfg.experiment.get("description") or "")
-    )
+    with store_calls("creating the sweep's parent run"):
+        parent = tracker.parent_run(
+            sweep_key(cells), OmegaConf.to_yaml(cfg), str(cfg.experiment.get("description") or "")
+        )
     result.parent_run_id = parent
     try:
         return _drive(cfg, tracker, cells, todo, index, result, started, out)
     except BaseException as err:  # never leave the sweep RUNNING, whatever stopped it
         tracker.settle_parent(parent, "KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED")
+        tracker.settle_own(parent)
         raise
 
 
@@ -154,8 +217,11 @@ def _drive(
     parent, name, rerun = result.parent_run_id, result.experiment, bool(cfg.get("rerun"))
     known = {c.key: index.finished[c.key] for c in cells if c.key in index.finished}
     log_threads = _log_threads(cfg, tracker)
-    result.reaped = len(tracker.reap(index.running, parent))
-    rows, result.rebuilt_rows = _previous_rows(tracker, cells, known)
+    with store_calls("settling the runs a killed driver left RUNNING"):
+        result.reaped = len(tracker.reap(tracker.leftovers(parent), parent))
+        rows, result.rebuilt_rows = _previous_rows(tracker, cells, known)
+        if rerun and known:  # cleared when the rerun ends; a start that finds it re-tags
+            tracker.set_tags(parent, {"sweeper.rerun_open": "1"})
     print(
         f"sweep '{name}': {len(cells)} cells, {result.skipped} already finished, "
         f"{len(todo)} to run{' (rerun=true: recomputing)' if rerun and known else ''} "
@@ -173,7 +239,8 @@ def _drive(
             file=out,
         )
     if rows:
-        tracker.write_cells_table(parent, pd.DataFrame(rows.values()))
+        with store_calls("writing the sweep's table"):
+            tracker.write_cells_table(parent, pd.DataFrame(rows.values()))
 
     flush_every = int(cfg.tracking.get("flush_every") or TABLE_FLUSH_EVERY)
     flush_every_s = float(cfg.tracking.get("flush_every_s") or TABLE_FLUSH_EVERY_S)
@@ -216,39 +283,54 @@ def _drive(
                     unflushed >= flush_every or time.perf_counter() - last_flush >= flush_every_s
                 ):
                     table = pd.DataFrame(rows.values())
-                    tracker.write_cells_table(parent, table, until=logger.until())
+                    with store_calls("writing the sweep's table"):
+                        tracker.write_cells_table(parent, table, until=logger.until())
                     unflushed, last_flush = 0, time.perf_counter()
                 progress.draw()
                 if stop.requested:
                     raise KeyboardInterrupt  # leaving the loop closes the launcher: it cancels
     except KeyboardInterrupt:
         result.interrupted = True
+    except StoreFailed as err:  # stop cleanly: what was logged is kept
+        result.store_error = str(err)
     finally:
-        record(logger.collect(everything=True))  # the cells already computed are kept
+        try:
+            record(logger.collect(everything=True))  # the cells already computed are kept
+        except StoreFailed as err:
+            result.store_error = result.store_error or str(err)
         logger.close()
-    if result.interrupted:
+    if result.interrupted or result.store_error:
         result.cancelled = len(todo) - result.processed
     result.dispatch_s = time.perf_counter() - dispatch_started
     progress.close()
 
     result.table = pd.DataFrame(rows.values())
-    if rows:
-        tracker.write_cells_table(parent, result.table)
     result.wall_s = time.perf_counter() - started
-    tracker.finish_parent(
-        parent,
-        {
-            "cells": len(cells),
-            "finished": result.finished + result.skipped,
-            "failed": len(result.failed),
-            "skipped": result.skipped,
-            "wall_s": result.wall_s,
-            "cells_per_s": result.cells_per_s,
-        },
-        failed=not result.ok,
-        status="KILLED" if result.interrupted else None,
-        details=_details(result),
-    )
+    try:
+        with store_calls("ending the sweep's parent run"):
+            if rows:
+                tracker.write_cells_table(parent, result.table, until=logger.until())
+            if rerun and known and not (result.interrupted or result.store_error):
+                tracker.client.delete_tag(parent, "sweeper.rerun_open")
+            tracker.finish_parent(
+                parent,
+                {
+                    "cells": len(cells),
+                    "finished": result.finished + result.skipped,
+                    "failed": len(result.failed),
+                    "skipped": result.skipped,
+                    "wall_s": result.wall_s,
+                    "cells_per_s": result.cells_per_s,
+                },
+                failed=not result.ok,
+                status="KILLED" if result.interrupted and not result.store_error else None,
+                details=_details(result),
+            )
+    except StoreFailed as err:
+        result.store_error = result.store_error or str(err)
+        tracker.settle_parent(parent, "FAILED")
+    if result.interrupted or result.store_error:
+        tracker.settle_own(parent)  # a run cut off while it was being logged
     print_summary(result, out)
     return result
 
@@ -263,9 +345,16 @@ class _CellLogger:
         self.pool = ThreadPoolExecutor(threads, "sweeper-log") if threads > 1 else None
         self.limit = 4 * threads
         self.pending: dict[Future, int] = {}  # a cell being logged -> when it was handed over
+        self.cut: int | None = None  # when the first cell whose logging was cut off began
 
     def _log(self, cell: Cell, outcome: Outcome, supersedes: list[str]):
-        return cell, outcome, self.tracker.log_cell(cell, outcome, self.parent, supersedes)
+        handed = now_ms()
+        try:
+            with store_calls(f"logging cell {cell.label}"):
+                return cell, outcome, self.tracker.log_cell(cell, outcome, self.parent, supersedes)
+        except BaseException:  # its run may exist (even FINISHED) without a table row
+            self.cut = handed if self.cut is None else min(self.cut, handed)
+            raise
 
     def submit(self, cell: Cell, outcome: Outcome, supersedes: list[str]) -> list:
         """Log (or start logging) one cell; return the cells whose logging has completed."""
@@ -289,8 +378,10 @@ class _CellLogger:
 
     def until(self) -> int:
         """The table's ``table_until``: now, or the hand-over time of the oldest cell still
-        being logged (its run may already exist without being in the table)."""
-        return min([now_ms(), *self.pending.values()])
+        being logged or whose logging was cut off (a second Ctrl-C, a store error): its run
+        may exist without being in the table, so the next start searches for it."""
+        cut = [] if self.cut is None else [self.cut]
+        return min([now_ms(), *self.pending.values(), *cut])
 
     def close(self) -> None:
         if self.pool is not None:
@@ -405,6 +496,7 @@ def _details(result: SweepResult) -> dict[str, Any]:
         "interrupted": result.interrupted,
         "cancelled": result.cancelled,
         "reaped": result.reaped,
+        "store_error": result.store_error,
         "wall_s": result.wall_s,
         "cells_per_s": result.cells_per_s,
     }
@@ -428,14 +520,23 @@ def print_summary(result: SweepResult, out: TextIO = sys.stdout) -> None:
             )
     print(
         f"\n{result.finished} finished, {len(result.failed)} failed, {result.skipped} skipped"
-        f"{f', {result.cancelled} cancelled' if result.interrupted else ''} of {result.cells} "
+        f"{f', {result.cancelled} cancelled' if result.interrupted or result.store_error else ''}"
+        f" of {result.cells} "
         f"cells in {format_duration(result.wall_s)} ({result.wall_s:.1f}s; "
         f"{result.cells_per_s:.2f} cells/s). Runs are in MLflow experiment "
         f"'{result.experiment}' at {result.tracking_uri}\n"
         f"  browse them: {_browse(result.tracking_uri)}",
         file=out,
     )
-    if result.interrupted:
+    if result.store_error:
+        print(
+            f"\nThe MLflow store failed: {result.store_error}\nThe cells logged before it are "
+            "kept and the cells in flight were cancelled. Fix the store (free disk space, "
+            "restart the tracking server, ...), then resume (only the missing cells run) "
+            f"with:\n  {result.resume_command}",
+            file=out,
+        )
+    elif result.interrupted:
         print(
             "\nInterrupted: finished cells are kept. Resume (only the missing cells run) with:\n"
             f"  {result.resume_command}",

@@ -17,8 +17,13 @@ metrics, and the full curves and trace as ``cell.npz``. A FAILED cell is a FAILE
 Resume and reruns. A cell is done when its key has a FINISHED run in the experiment.
 ``rerun=true`` logs a new run per cell; when it finishes, the cell's older FINISHED runs
 get the tag ``superseded_by=<new run id>`` and stay; the newest FINISHED run is the
-cell's result (the sweep's table holds it). A run left RUNNING by a killed driver is set
-to KILLED (tag ``sweeper.reaped``) when a sweep next starts in the experiment.
+cell's result (the sweep's table holds it). A rerun marks its parent ``sweeper.rerun_open``
+until it ends; a start that finds the mark (a rerun was killed between a new run's end and
+its tagging of the old one) re-tags every older FINISHED run of each cell
+(:meth:`Tracker.settle_supersession`), so exactly one FINISHED run per cell is untagged.
+A run left RUNNING by a killed driver (cell or sweep) is set to KILLED (tag
+``sweeper.reaped``) when a sweep next starts in the experiment: they are searched for by
+status, whatever the tables say (:meth:`Tracker.leftovers`).
 
 The resume index is lean (mlflow issue #2730: searching thousands of runs is slow): the
 parents' ``cells.parquet`` tables are the index, and each parent's tag ``table_until``
@@ -30,11 +35,14 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import os
 import socket
+import sqlite3
 import tempfile
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,10 +53,13 @@ import numpy as np
 import pandas as pd
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunTag, ViewType
+from mlflow.exceptions import MlflowException
+from sqlalchemy.exc import SQLAlchemyError
 
 from sweeper.cells import Cell, flatten
 from sweeper.errors import SweepError
 from sweeper.execute import Outcome
+from sweeper.lock import StoreBusy, pid_alive, prepare_sqlite_store, sqlite_path
 from sweeper.provenance import code_tags
 from sweeper.task import GENERIC, Task
 
@@ -117,6 +128,42 @@ def check_store(uri: str) -> None:
         ) from None
 
 
+class StoreFailed(RuntimeError):
+    """The MLflow store failed under the driver (disk full, a server gone): exit status 3."""
+
+
+STORE_ERRORS: tuple[type[BaseException], ...] = (
+    MlflowException,
+    SQLAlchemyError,
+    sqlite3.Error,
+    OSError,
+)
+"""What a failing store raises through MLflow (an HTTP error is an ``OSError`` too)."""
+
+
+class _OneParagraph(logging.Filter):
+    """MLflow logs each database error with its traceback before raising it; the driver
+    says what failed itself (:func:`store_calls`), so only the message is kept."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.exc_info, record.exc_text = None, None
+        return True
+
+
+logging.getLogger("mlflow.store.db.utils").addFilter(_OneParagraph())
+
+
+@contextmanager
+def store_calls(what: str) -> Iterator[None]:
+    """Turn an error of the store during ``what`` into :class:`StoreFailed`."""
+    try:
+        yield
+    except STORE_ERRORS as err:
+        reason = " ".join(str(err).split())
+        reason = reason if len(reason) <= 400 else reason[:397] + "..."
+        raise StoreFailed(f"{what}: {type(err).__name__}: {reason}") from err
+
+
 def now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -143,12 +190,8 @@ def driver_alive(driver: str | None) -> bool | None:
     if host != socket.gethostname() or not pid_text.isdigit():
         return None
     pid = int(pid_text)
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not pid_alive(pid):
         return False
-    except PermissionError:
-        return True
     return start in ("?", "") or _process_start(pid) == start
 
 
@@ -202,6 +245,8 @@ class Tracker:
         os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
         self.uri = resolve_uri(uri)
         check_store(self.uri)
+        path = sqlite_path(self.uri)
+        self.store_note = "" if path is None else prepare_sqlite_store(path)
         self.client = MlflowClient(tracking_uri=self.uri)
         self.experiment_name = experiment
         self.task = task
@@ -277,25 +322,86 @@ class Tracker:
         """cell_key -> the newest FINISHED run id of that cell (a lean view of the index)."""
         return {k: e.run_id for k, e in self.resume_index().finished.items()}
 
+    def leftovers(self, parent_id: str | None = None) -> list[Any]:
+        """The RUNNING cell runs and sweep parents (but ``parent_id``) of the experiment,
+        found by status: a run created after a table's last flush but before its
+        ``table_until`` mark (a driver aborted while logging) is found too."""
+        running = self.runs("attributes.status = 'RUNNING'")
+        return [
+            r
+            for r in running
+            if r.info.run_id != parent_id
+            and ("cell_key" in r.data.tags or r.data.tags.get("role") == "sweep")
+        ]
+
     def reap(self, running: Iterable[Any], parent_id: str | None = None) -> list[str]:
-        """Set KILLED the RUNNING cell runs left by killed drivers; return their run ids.
+        """Set KILLED the RUNNING runs left by killed drivers; return their run ids.
 
         A run is left over when it belongs to ``parent_id`` (this sweep, now driven by this
-        process), or its driver process is gone, or it has been RUNNING for longer than
-        :data:`ORPHAN_AFTER_MS` (a live driver keeps a cell run RUNNING for milliseconds).
+        process), or was made by this process (an earlier sweep it aborted), or its driver
+        process is not known to be alive (gone, or on another host: the caller holds the
+        store's lock or the experiment's lease, so no other driver writes here), or it has
+        been RUNNING for longer than :data:`ORPHAN_AFTER_MS`. A RUNNING run of a live
+        driver on this host that holds no lock (an older sweeper) is left alone.
         """
         reaped = []
         for run in running:
             tags = run.data.tags
-            alive = driver_alive(tags.get("sweeper.driver"))
+            driver = tags.get("sweeper.driver")
             stale = now_ms() - int(run.info.start_time) > ORPHAN_AFTER_MS
-            if tags.get("mlflow.parentRunId") == parent_id or alive is False or stale:
+            mine = tags.get("mlflow.parentRunId") == parent_id or driver == self.driver
+            if mine or driver_alive(driver) is not True or stale:
                 self.client.set_tag(
                     run.info.run_id, "sweeper.reaped", "left RUNNING by a killed driver"
                 )
                 self.client.set_terminated(run.info.run_id, "KILLED")
                 reaped.append(run.info.run_id)
         return reaped
+
+    def settle_own(self, parent_id: str | None = None) -> int:
+        """Set KILLED the cell runs this process left RUNNING (a second Ctrl-C cut one off
+        while it was being logged); best effort. Returns how many."""
+        try:
+            mine = self.runs(
+                f"tags.`sweeper.driver` = '{self.driver}' and attributes.status = 'RUNNING'"
+            )
+            own = [r for r in mine if r.info.run_id != parent_id and "cell_key" in r.data.tags]
+            for run in own:
+                self.client.set_tag(run.info.run_id, "sweeper.reaped", "its driver was stopped")
+                self.client.set_terminated(run.info.run_id, "KILLED")
+            return len(own)
+        except Exception:  # noqa: BLE001 - the next start settles them
+            return 0
+
+    def settle_supersession(self, parents: Iterable[Any], index: ResumeIndex) -> int:
+        """After a rerun that did not end (a parent tagged ``sweeper.rerun_open``): tag every
+        FINISHED run of each cell but the newest ``superseded_by`` the newest, untag the
+        newest, make the newest each cell's entry in ``index``, and clear the marks.
+        Returns how many runs were re-tagged."""
+        marked = [p for p in parents if p.data.tags.get("sweeper.rerun_open")]
+        if not marked:
+            return 0
+        newest: dict[str, Any] = {}
+        finished = self.runs("tags.cell_key != '' and attributes.status = 'FINISHED'")
+        for run in finished:
+            key = run.data.tags["cell_key"]
+            if key not in newest or run.info.start_time > newest[key].info.start_time:
+                newest[key] = run
+        for key, run in newest.items():
+            index.add(key, IndexEntry(run.info.run_id, int(run.info.start_time), run=run))
+        fixed = 0
+        for run in finished:
+            current = newest[run.data.tags["cell_key"]].info.run_id
+            tag = run.data.tags.get("superseded_by")
+            if run.info.run_id == current and tag is not None:
+                self.client.delete_tag(run.info.run_id, "superseded_by")
+                fixed += 1
+            elif run.info.run_id != current and tag != current:
+                self.client.set_tag(run.info.run_id, "superseded_by", current)
+                fixed += 1
+        for parent in marked:
+            self.client.delete_tag(parent.info.run_id, "sweeper.rerun_open")
+        return fixed
 
     # --- parent run -----------------------------------------------------------------
     def parent_run(self, sweep_key: str, config_yaml: str, description: str = "") -> str:
@@ -314,7 +420,7 @@ class Tracker:
                 and driver_alive(other) is True
             ):
                 pid = other.split(":")[1]
-                raise RuntimeError(
+                raise StoreBusy(
                     f"this sweep is already running in process {pid} on this host; wait for "
                     f"it to finish or stop it (kill -INT {pid}), then run the command again"
                 )

@@ -1,0 +1,423 @@
+"""Who may write into a store, and how a new sqlite store comes to exist (README, Resume).
+
+**One driver at a time.** Two drivers writing into the same cells compute them twice, and
+two sweeps of one experiment share cells (``+exp=smoke`` and ``+exp=smoke algorithm=linucb``
+share the LinUCB cells), so the lock is taken for the store or the experiment, never for
+one sweep only:
+
+- a local sqlite store: an OS file lock (``fcntl.flock``) on ``<store>.lock`` beside the
+  file, held for the driver's whole life. Taking it is atomic, and the OS drops it when the
+  process dies, ``kill -9`` included: there is nothing to expire. The file holds the holder's
+  pid, host, start time and command, for the refusal message.
+- a tracking server (shared by several machines, where no file lock reaches): a lease per
+  experiment, a run tagged ``role=lease`` carrying the driver's id and a heartbeat
+  (``sweeper.heartbeat``, ms) renewed every :data:`HEARTBEAT_S`. A driver creates its
+  lease run first and then looks for the others: any live one and it deletes its own and
+  refuses. Of two drivers, the second to look always sees the first one's lease, so at most
+  one proceeds (both may refuse when they start in the same instant: start one again). A
+  lease is dead when its driver's process is gone (same host) or its heartbeat is older
+  than :data:`LEASE_EXPIRY_S` (another host: clocks must agree to well within that).
+
+A second driver refuses at once (:class:`StoreBusy`, exit status 4) with the other one's pid
+and command; it never waits.
+
+**A new sqlite store exists whole or not at all.** MLflow builds its schema the first time
+a store is opened, in dozens of separately committed migration steps; a kill in between
+leaves a file every later run fails on (``table _alembic_tmp_experiments already exists``).
+The driver builds a new store under a temporary name beside the target and links it into
+place when complete (:func:`prepare_sqlite_store`). A half-built store found at the target
+(from an older sweeper, or from another program that was creating it and was killed) is
+rebuilt when it holds no runs; one with runs is explained in one paragraph (:class:`StoreDamaged`).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+from sweeper.errors import SweepError
+
+HEARTBEAT_S = 10.0
+LEASE_EXPIRY_S = 60.0
+SETTLE_S = 5.0
+"""A half-built store that has not changed for this long has no live builder."""
+BUILDING = ".creating-"
+
+
+class StoreBusy(RuntimeError):
+    """Another live driver writes into this store (or experiment): exit status 4."""
+
+
+class StoreDamaged(SweepError):
+    """The store's schema is incomplete and it holds runs: said in one paragraph."""
+
+
+def sqlite_path(uri: str) -> Path | None:
+    """The file of a local ``sqlite:///`` store, else None."""
+    return Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
+
+
+def holder_text(command: str) -> str:
+    """What the lock file says about its holder (JSON: pid, host, since, command)."""
+    since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime())
+    return json.dumps(
+        {"pid": os.getpid(), "host": socket.gethostname(), "since": since, "command": command}
+    )
+
+
+def describe_holder(text: str) -> str:
+    """``process PID on HOST (since ..., running: COMMAND)`` from a holder's JSON."""
+    try:
+        info = json.loads(text)
+    except ValueError:
+        return "another process (it is starting; its details are not written yet)"
+    return (
+        f"process {info.get('pid')} on {info.get('host')} (since {info.get('since')}, "
+        f"running: {info.get('command')})"
+    )
+
+
+def busy_message(where: str, holder: str, pid: Any) -> str:
+    return (
+        f"another sweeper driver is writing into {where}: {holder}. One driver writes into a "
+        "store at a time (two sweeps of one experiment share cells and would compute them "
+        f"twice). Wait for it to finish or stop it (kill -INT {pid}), then run this command "
+        "again: it resumes and skips every cell the other driver finished"
+    )
+
+
+class StoreLock:
+    """An exclusive ``fcntl.flock`` on ``<store>.lock`` beside a local sqlite store.
+
+    Parameters
+    ----------
+    path : Path
+        The store's file (it need not exist yet).
+    command : str
+        The command this driver runs, written into the lock file for the other drivers.
+    """
+
+    def __init__(self, path: Path, command: str) -> None:
+        self.path = Path(path).resolve()
+        self.lock_path = self.path.with_name(self.path.name + ".lock")
+        self.command = command
+        self.fd: int | None = None
+
+    def acquire(self) -> None:
+        """Take the lock or raise :class:`StoreBusy` naming the holder."""
+        try:
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:  # a read-only directory: lock the store file itself
+            fd = os.open(self.path, os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            text = os.pread(fd, 65536, 0).decode(errors="replace")
+            os.close(fd)
+            try:
+                pid = json.loads(text).get("pid", "PID")
+            except ValueError:
+                pid = "PID"
+            message = busy_message(f"the store {self.path}", describe_holder(text), pid)
+            raise StoreBusy(message) from None
+        self.fd = fd
+        if self.lock_path.exists() and os.path.samestat(os.fstat(fd), self.lock_path.stat()):
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, holder_text(self.command).encode(), 0)
+
+    def release(self) -> None:
+        """Drop the lock (the file stays: removing it would race with a waiting opener)."""
+        if self.fd is not None:
+            with suppress(OSError):
+                os.ftruncate(self.fd, 0)
+            os.close(self.fd)  # closing the descriptor releases the flock
+            self.fd = None
+
+
+class Lease:
+    """A driver's lease on one experiment of a tracking server (see the module docstring).
+
+    Parameters
+    ----------
+    client : MlflowClient
+        A client of the tracking server.
+    experiment_id : str
+        The experiment the lease covers.
+    driver : str
+        This driver's id (``host:pid:start``, :func:`sweeper.tracking.driver_id`).
+    command : str
+        The command this driver runs, shown to a refused driver.
+    heartbeat_s, expiry_s : float
+        How often the lease is renewed, and after how long without renewal it is dead.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        experiment_id: str,
+        driver: str,
+        command: str,
+        heartbeat_s: float = HEARTBEAT_S,
+        expiry_s: float = LEASE_EXPIRY_S,
+    ) -> None:
+        self.client, self.experiment_id = client, experiment_id
+        self.driver, self.command = driver, command
+        self.heartbeat_s, self.expiry_s = heartbeat_s, expiry_s
+        self.run_id: str | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _leases(self) -> list[Any]:
+        return self.client.search_runs(
+            [self.experiment_id],
+            "tags.role = 'lease' and attributes.status = 'RUNNING'",
+            max_results=1000,
+        )
+
+    def live(self, run: Any) -> bool:
+        """True unless the lease's driver is gone or its heartbeat expired."""
+        from sweeper.tracking import driver_alive, now_ms
+
+        alive = driver_alive(run.data.tags.get("sweeper.driver"))
+        if alive is not None:
+            return alive
+        beat = int(run.data.tags.get("sweeper.heartbeat") or run.info.start_time)
+        return now_ms() - beat < self.expiry_s * 1000
+
+    def acquire(self) -> None:
+        """Create this driver's lease, then refuse (:class:`StoreBusy`) if another is live."""
+        from sweeper.tracking import now_ms
+
+        run = self.client.create_run(
+            self.experiment_id,
+            run_name="sweeper-lease",
+            tags={
+                "role": "lease",
+                "sweeper.driver": self.driver,
+                "sweeper.command": self.command,
+                "sweeper.heartbeat": str(now_ms()),
+            },
+        )
+        self.run_id = run.info.run_id
+        others = [r for r in self._leases() if r.info.run_id != self.run_id]
+        live = [r for r in others if self.live(r)]
+        for dead in (r for r in others if not self.live(r)):
+            with suppress(Exception):  # another driver may be clearing it too
+                self.client.set_terminated(dead.info.run_id, "KILLED")
+                self.client.delete_run(dead.info.run_id)
+        if live:
+            self._drop()
+            other = live[0].data.tags
+            pid = (other.get("sweeper.driver") or "").split(":")[1:2] or ["PID"]
+            holder = (
+                f"driver {other.get('sweeper.driver')} (running: {other.get('sweeper.command')})"
+            )
+            raise StoreBusy(
+                busy_message(f"this experiment of {self.client.tracking_uri}", holder, pid[0])
+            )
+        self._thread = threading.Thread(target=self._beat, name="sweeper-lease", daemon=True)
+        self._thread.start()
+
+    def _beat(self) -> None:
+        from sweeper.tracking import now_ms
+
+        while not self._stop.wait(self.heartbeat_s):
+            with suppress(Exception):  # a store that fails is the driver's to report
+                self.client.set_tag(self.run_id, "sweeper.heartbeat", str(now_ms()))
+
+    def _drop(self) -> None:
+        with suppress(Exception):
+            self.client.set_terminated(self.run_id, "FINISHED")
+            self.client.delete_run(self.run_id)
+
+    def release(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        if self.run_id is not None:
+            self._drop()
+            self.run_id = None
+
+
+@contextmanager
+def store_lock(uri: str, command: str) -> Iterator[StoreLock | None]:
+    """Hold the file lock of a local sqlite store for the ``with`` block (None otherwise)."""
+    path = sqlite_path(uri)
+    if path is None:
+        yield None
+        return
+    lock = StoreLock(path, command)
+    lock.acquire()
+    try:
+        yield lock
+    finally:
+        lock.release()
+
+
+# --- whole-or-nothing creation of a sqlite store ----------------------------------------
+
+
+def schema_state(path: Path) -> dict[str, Any]:
+    """What the sqlite file at ``path`` holds: ``whole`` (every MLflow table, the newest
+    schema revision, no table of an interrupted migration), ``runs``, ``revision``, ``head``
+    and ``leftovers`` (the ``_alembic_tmp_*`` tables)."""
+    from mlflow.store.db.base_sql_model import Base
+    from mlflow.store.db.utils import _get_latest_schema_revision
+
+    head = _get_latest_schema_revision()
+    with closing_connection(path) as db:
+        tables = {row[0] for row in db.execute("select name from sqlite_master where type='table'")}
+        revision = None
+        if "alembic_version" in tables:
+            row = db.execute("select version_num from alembic_version").fetchone()
+            revision = row[0] if row else None
+        runs = db.execute("select count(*) from runs").fetchone()[0] if "runs" in tables else 0
+    leftovers = sorted(t for t in tables if t.startswith("_alembic_tmp_"))
+    whole = set(Base.metadata.tables) <= tables and revision == head and not leftovers
+    return {
+        "whole": whole,
+        "runs": runs,
+        "revision": revision,
+        "head": head,
+        "leftovers": leftovers,
+        "tables": len(tables),
+    }
+
+
+@contextmanager
+def closing_connection(path: Path) -> Iterator[sqlite3.Connection]:
+    db = sqlite3.connect(path, timeout=20)
+    try:
+        yield db
+    finally:
+        db.close()
+
+
+def _fingerprint(path: Path) -> tuple:
+    marks = []
+    for name in (path, path.with_name(path.name + "-journal")):
+        try:
+            stat = name.stat()
+            marks.append((stat.st_size, stat.st_mtime_ns))
+        except OSError:
+            marks.append(None)
+    return tuple(marks)
+
+
+def _build(path: Path) -> Path:
+    """A complete MLflow store under a temporary name beside ``path``; return its path."""
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+    from mlflow.tracking._tracking_service.utils import DEFAULT_LOCAL_FILE_AND_ARTIFACT_PATH
+
+    temporary = path.with_name(f".{path.name}{BUILDING}{os.getpid()}")
+    for stale in (temporary, temporary.with_name(temporary.name + "-journal")):
+        stale.unlink(missing_ok=True)
+    uri = f"sqlite:///{temporary}"
+    store = SqlAlchemyStore(uri, DEFAULT_LOCAL_FILE_AND_ARTIFACT_PATH)
+    store.engine.dispose()
+    SqlAlchemyStore._engine_map.pop(uri, None)
+    with open(temporary, "rb") as handle:
+        os.fsync(handle.fileno())
+    return temporary
+
+
+def _remove_stale_builds(path: Path) -> None:
+    """Delete temporary stores of builders that died (their pid is gone)."""
+    for stale in path.parent.glob(f".{path.name}{BUILDING}*"):
+        pid = stale.name.rsplit(BUILDING, 1)[1].split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
+            stale.unlink(missing_ok=True)
+
+
+def pid_alive(pid: int) -> bool:
+    """True when a process ``pid`` exists on this host (perhaps another user's)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def prepare_sqlite_store(path: Path, settle_s: float = SETTLE_S) -> str:
+    """Make sure the sqlite store at ``path`` is whole before MLflow opens it.
+
+    Returns what was done: ``""`` (it was whole), ``"created"`` or ``"rebuilt"`` (a half-built
+    store without runs was replaced). A missing store is built under a temporary name and
+    hard-linked into place, which fails if another program created the file meanwhile: then
+    that program's build is waited for (until it is whole, or unchanged for ``settle_s``).
+    Raises :class:`StoreDamaged` for a half-built store that holds runs.
+    """
+    path = Path(path)
+    _remove_stale_builds(path)
+    if not path.exists():
+        temporary = _build(path)
+        try:
+            os.link(temporary, path)  # fails if the file appeared meanwhile: never overwrites
+            return "created"
+        except FileExistsError:  # another program created it while we built ours
+            pass
+        except OSError:  # a file system without hard links
+            if not path.exists():
+                os.replace(temporary, path)
+                return "created"
+        finally:
+            temporary.unlink(missing_ok=True)
+    state = schema_state(path)
+    mark, changed = _fingerprint(path), time.monotonic()
+    while not state["whole"] and time.monotonic() - changed < settle_s:
+        time.sleep(0.25)
+        if _fingerprint(path) != mark:
+            mark, changed = _fingerprint(path), time.monotonic()
+        state = schema_state(path)
+    if state["whole"]:
+        return ""
+    if state["runs"]:
+        raise StoreDamaged(_damaged_message(path, state))
+    temporary = _build(path)
+    for journal in ("-journal", "-wal", "-shm"):  # never replayed into the new file
+        path.with_name(path.name + journal).unlink(missing_ok=True)
+    os.replace(temporary, path)
+    _forget_engines(path)
+    return "rebuilt"
+
+
+def _forget_engines(path: Path) -> None:
+    """Close the connections this process still holds to the file ``path`` replaced."""
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    for uri, engine in list(SqlAlchemyStore._engine_map.items()):
+        database = engine.url.database
+        if database and Path(database).resolve() == path.resolve():
+            engine.dispose()
+            SqlAlchemyStore._engine_map.pop(uri, None)
+
+
+def _damaged_message(path: Path, state: dict[str, Any]) -> str:
+    if state["leftovers"]:
+        what = (
+            f"a schema migration was interrupted (it left the tables "
+            f"{', '.join(state['leftovers'])})"
+        )
+    else:
+        what = (
+            f"its schema is at revision {state['revision']}, not MLflow's newest "
+            f"{state['head']} (made by an older MLflow, or a migration was interrupted)"
+        )
+    return (
+        f"the MLflow store {path} holds {state['runs']} run(s) but its schema is incomplete: "
+        f"{what}. Copy the file somewhere safe, then run `mlflow db upgrade sqlite:///{path}`; "
+        "if that fails, drop the _alembic_tmp_* tables in the copy (sqlite3 FILE 'drop table "
+        "...') and run it again, or move the file away and start with a new store "
+        "(tracking.uri=sqlite:///new.db)"
+    )

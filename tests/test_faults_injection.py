@@ -1,0 +1,38 @@
+"""``make test-faults``: kill -9, double Ctrl-C, concurrent drivers and a poller against real
+sweeps, each followed by a run to the end (trials: ``bench/bench_faults.py``).
+
+It writes what it saw to bench/results/faults.md (quoted by the README's resume section)
+and fails if any trial broke "exactly one FINISHED run per cell, nothing RUNNING, the
+table's rows equal to the runs". About 15-25 minutes on this 2-core machine.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "bench_faults.py"
+
+
+def _faults():
+    spec = importlib.util.spec_from_file_location("bench_faults", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_every_fault_ends_with_exactly_one_finished_run_per_cell(tmp_path, ray_address):
+    faults = _faults()
+    load, started = os.getloadavg()[0], time.perf_counter()
+    trials, clean_s = faults.run_trials(tmp_path, ray_address, kills=30, seed=0)
+    faults.write_results(trials, clean_s, time.perf_counter() - started, load, faults.RESULTS)
+    assert len([t for t in trials if t.kind == "kill"]) == 30
+    broken = [(t.kind, t.moment_s, t.violations) for t in trials if t.violations]
+    assert not broken, broken
