@@ -94,6 +94,7 @@ def resolve_uri(uri: str | None) -> str:
 
 
 SERVER_TIMEOUT_S = 3.0
+SERVER_PATIENCE_S = 30.0
 
 
 def check_store(uri: str) -> None:
@@ -102,15 +103,8 @@ def check_store(uri: str) -> None:
     cannot be written."""
     scheme = uri.split(":", 1)[0]
     if scheme in ("http", "https"):
-        try:
-            with urlopen(f"{uri.rstrip('/')}/health", timeout=SERVER_TIMEOUT_S):
-                return
-        except (OSError, ValueError) as err:
-            raise SweepError(
-                f"no MLflow tracking server answers at {uri} (tracking.uri): {err}. Start it "
-                "(mlflow server --host HOST --port PORT ...), fix tracking.uri, or use a local "
-                "store (tracking.uri=sqlite:///mlflow.db)"
-            ) from None
+        _check_server(uri)
+        return
     if scheme != "sqlite" or not uri.startswith("sqlite:///"):
         return
     path = Path(uri.removeprefix("sqlite:///"))
@@ -162,6 +156,25 @@ def store_calls(what: str) -> Iterator[None]:
         reason = " ".join(str(err).split())
         reason = reason if len(reason) <= 400 else reason[:397] + "..."
         raise StoreFailed(f"{what}: {type(err).__name__}: {reason}") from err
+
+
+def _check_server(uri: str) -> None:
+    """A server that refuses the connection (or whose host is unknown) is refused at once;
+    one that accepts it but is slow to answer (a loaded machine) gets SERVER_PATIENCE_S."""
+    deadline = time.monotonic() + SERVER_PATIENCE_S
+    while True:
+        try:
+            with urlopen(f"{uri.rstrip('/')}/health", timeout=SERVER_TIMEOUT_S):
+                return
+        except (OSError, ValueError) as err:
+            slow = isinstance(getattr(err, "reason", err), TimeoutError)
+            if slow and time.monotonic() < deadline:
+                continue
+            raise SweepError(
+                f"no MLflow tracking server answers at {uri} (tracking.uri): {err}. Start it "
+                "(mlflow server --host HOST --port PORT ...), fix tracking.uri, or use a local "
+                "store (tracking.uri=sqlite:///mlflow.db)"
+            ) from None
 
 
 def now_ms() -> int:

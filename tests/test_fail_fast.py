@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from mlflow import MlflowClient
 
+from sweeper import tracking
 from sweeper.errors import SweepError
 from sweeper.grid import expand
 from sweeper.sweep import run_sweep, validate
@@ -97,6 +98,21 @@ def test_a_tracking_server_that_does_not_answer_fails_in_seconds():
     with pytest.raises(SweepError, match=rf"no MLflow tracking server answers at {uri}"):
         Tracker(uri, "ff")
     assert time.perf_counter() - started < 10
+
+
+def test_a_slow_tracking_server_gets_patience_a_silent_one_an_error(monkeypatch):
+    """A server that accepts the connection but answers late (a loaded machine) is waited
+    for up to SERVER_PATIENCE_S; one that never answers is then refused."""
+    monkeypatch.setattr(tracking, "SERVER_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(tracking, "SERVER_PATIENCE_S", 2.0)
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)  # accepts (the kernel does), never answers
+        uri = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        started = time.perf_counter()
+        with pytest.raises(SweepError, match="timed out"):
+            tracking.check_store(uri)
+        assert 2.0 <= time.perf_counter() - started < 6
 
 
 def test_an_unwritable_store_location_is_refused(tmp_path):
