@@ -46,6 +46,12 @@ def validate(config: Mapping[str, Any]) -> None:
     horizon_of(config)
     algorithm, _tuner, environment = build_parts(config)
     _ = algorithm.space  # interval and candidate checks happen here
+    if algorithm.needs_parameter_norm and not environment.has_parameter:
+        raise ValueError(
+            f"algorithm.norm_bound is null (S = ||theta*|| of the instance, 003 Section 3) but "
+            f"dataset {spec_name(config['dataset'])} has no model parameter theta*; set "
+            "algorithm.norm_bound to a number (e.g. algorithm.norm_bound=1.0)"
+        )
     check = getattr(environment, "check", None)
     if check is not None:
         check()
@@ -70,6 +76,8 @@ def run_cell(config: Mapping[str, Any]) -> dict[str, Any]:
     )
 
     environment.reset(horizon, algorithm.model, environment_rng(spec_name(config["dataset"]), seed))
+    if algorithm.needs_parameter_norm:  # S = ||theta*|| of this instance (003 Section 3)
+        algorithm.set_parameter_norm(environment.parameter_norm())
     algorithm.reset(environment.n_features, horizon, algorithm_rng)
     space = algorithm.space
     tuner.reset(space, horizon, tuner_rng, algorithm.theoretical)
