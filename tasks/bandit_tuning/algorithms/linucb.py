@@ -105,6 +105,17 @@ class LinUCB(ScheduledAlgorithm):
         self.ridge.set_regularisation(hp["regularisation"])
         return int(self.ridge.scores(features, hp["exploration_rate"]).argmax())
 
+    def arms_for_rates(
+        self, features: np.ndarray, hp: Mapping[str, float], rates: np.ndarray
+    ) -> np.ndarray:
+        """The arm ``select`` would pull under each exploration rate of ``rates`` (R,), from
+        the same state (003 Appendix A.2's rates compared on one history); vectorised over
+        arms and rates, (R,) arm indices."""
+        self.ridge.set_regularisation(hp["regularisation"])
+        means = features @ self.ridge.theta
+        scores = means[:, None] + self.ridge.widths(features)[:, None] * np.asarray(rates)[None, :]
+        return scores.argmax(axis=0)
+
     def update(self, x: np.ndarray, reward: float, hp: Mapping[str, float], t: int) -> None:
         self.ridge.set_regularisation(hp["regularisation"])
         self.ridge.add(x, reward)
