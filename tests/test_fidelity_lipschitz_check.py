@@ -9,8 +9,8 @@ import pytest
 
 from sweeper.grid import cell_config
 from tasks.bandit_tuning import lipschitz_check
-from tasks.bandit_tuning.algorithms.linucb import LinUCB
 from tasks.bandit_tuning.algorithms.lints import LinTS
+from tasks.bandit_tuning.algorithms.linucb import LinUCB
 from tasks.bandit_tuning.cell import run_cell
 
 
