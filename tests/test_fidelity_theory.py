@@ -80,10 +80,17 @@ def test_movielens_hands_its_own_theta_norm(composer, movielens_file, factor_cac
     np.testing.assert_allclose(used, _oful(np.arange(1, 201.0), s, d=20), rtol=1e-12)
 
 
-def test_null_norm_bound_needs_a_data_set_with_theta_star(composer):
-    config = _config(composer, "algorithm=linucb", "dataset=yahoo")
-    with pytest.raises(ValueError, match="norm_bound"):
-        validate(config)
+def test_null_norm_bound_needs_a_data_set_with_theta_star(composer, tmp_path):
+    """A click log has no theta*: validate names the setting to fix, and a number runs."""
+    start, pool = 1241136000, {101: (1.0, 0.2, 0.1, 0.3, 0.1, 0.3), 102: (1.0, 0.5, 0, 0, 0, 0.5)}
+    lines = [data_fixtures.r6a_line(start + 300 * s, 101 + s % 2, s % 2, pool) for s in range(4)]
+    data_fixtures.write_r6a(tmp_path / "R6" / "ydata-fp-td-clicks-v1_0.20090501.gz", lines)
+    where = [f"dataset.path={tmp_path / 'R6'}", f"dataset.cache_dir={tmp_path}", "horizon=3"]
+    with pytest.raises(ValueError, match="algorithm.norm_bound=1.0"):
+        validate(_config(composer, "algorithm=linucb", "dataset=yahoo", *where))
+    validate(
+        _config(composer, "algorithm=linucb", "dataset=yahoo", *where, "algorithm.norm_bound=1")
+    )
 
 
 def test_unset_instance_norm_is_an_error_not_a_silent_default():

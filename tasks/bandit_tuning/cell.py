@@ -46,15 +46,15 @@ def validate(config: Mapping[str, Any]) -> None:
     horizon_of(config)
     algorithm, _tuner, environment = build_parts(config)
     _ = algorithm.space  # interval and candidate checks happen here
+    check = getattr(environment, "check", None)
+    if check is not None:
+        check()
     if algorithm.needs_parameter_norm and not environment.has_parameter:
         raise ValueError(
             f"algorithm.norm_bound is null (S = ||theta*|| of the instance, 003 Section 3) but "
             f"dataset {spec_name(config['dataset'])} has no model parameter theta*; set "
             "algorithm.norm_bound to a number (e.g. algorithm.norm_bound=1.0)"
         )
-    check = getattr(environment, "check", None)
-    if check is not None:
-        check()
 
 
 class Probe(Protocol):
