@@ -69,8 +69,12 @@ RELEASED_ROWS: list[tuple[str, list[str]]] = [
     ("cdt_released", ["tuner=cdt_released"]),
     ("op (C1)", ["tuner=op"]),
     ("op_released ({0.5, 1, 3, 5, 7})", ["tuner=op_released"]),
-    ("theory (delta 0.1)", ["tuner=theory"]),
-    ("theory (delta 0.05, released)", ["tuner=theory", "algorithm.confidence=0.05"]),
+    ("theory (delta 0.1, S = ||theta*||)", ["tuner=theory"]),
+    ("theory (delta 0.1, S = 1)", ["tuner=theory", "algorithm.norm_bound=1.0"]),
+    (
+        "theory (delta 0.05, S = 1, released)",
+        ["tuner=theory", "algorithm.confidence=0.05", "algorithm.norm_bound=1.0"],
+    ),
     ("fixed 0.5", ["tuner=fixed", "tuner.value=0.5"]),
     ("fixed 1", ["tuner=fixed", "tuner.value=1.0"]),
 ]
@@ -372,7 +376,8 @@ def main() -> None:
                 "`cdt_released`: the authors' code at HEAD d67bc02 (box [0, 4], no restart, "
                 "first point in [0.3, 0.7], released gap rule, 30 warm-up rounds); OP over C1 and "
                 "over the released script's {0.5, 1, 3, 5, 7}; Theory with delta 0.1 (ours) and "
-                "0.05 (released run.py), S = 1 in both (the released script's thetan = 1).",
+                "0.05 (released run.py); S = ||theta*|| (003 Section 3, the configs' default) or 1 "
+                "(the released script's thetan = 1).",
                 "",
                 *table(results, "cdt"),
                 "",

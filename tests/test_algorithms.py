@@ -152,7 +152,10 @@ def test_theory_needs_reset_and_a_theoretical_lambda_from_config():
 
 @pytest.mark.parametrize("name", ALGORITHMS)
 def test_theoretical_returns_a_fresh_dict_of_every_hyperparameter(composer, name):
-    algorithm = build(cell_config(composer([f"algorithm={name}"]))["algorithm"])
+    config = cell_config(composer([f"algorithm={name}"]))
+    algorithm = build(config["algorithm"])
+    if algorithm.needs_parameter_norm:  # no environment here: S as the cell would hand it
+        algorithm.set_parameter_norm(0.6)
     algorithm.reset(25, 14000, np.random.default_rng(0))
     first = algorithm.theoretical(500)
     assert set(first) == set(algorithm.all_hyperparameters)
@@ -180,6 +183,8 @@ def test_state_does_not_grow_with_t_times_k_times_d(composer, name):
     T, d = 600, 25
     config = cell_config(composer([f"algorithm={name}", f"horizon={T}"]))
     algorithm, _tuner, environment = build_parts(config)
+    if algorithm.needs_parameter_norm:  # no environment reset here: S as the cell hands it
+        algorithm.set_parameter_norm(0.6)
     algorithm.reset(d, T, np.random.default_rng(0))
     rng = np.random.default_rng(1)
     for t in range(1, T + 1):

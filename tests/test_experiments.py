@@ -37,6 +37,9 @@ FULL_SIZE = {
     "opl_hpo_ablation": 100,
     "opl_bounds": 450,
     "opl_hpo_obd": 20,
+    "lipschitz_check": 590,
+    "candidate_size": 780,
+    "skyline": 700,
 }
 C1 = [0.1, 1.0, 2.0, 3.0, 4.0, 5.0]
 C2 = [0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0]
@@ -187,6 +190,9 @@ REDUCED = {
     "opl_hpo_sensitivity": ["seeds=1", "n_trials=3"],
     "opl_hpo_ablation": ["seeds=1", "n_trials=3"],
     "opl_bounds": ["seeds=1"],
+    "lipschitz_check": ["seeds=1", "horizon=600", "check.rate=4.5"],
+    "candidate_size": ["seeds=1", "horizon=300"],
+    "skyline": ["seeds=1", "horizon=300"],
 }
 
 

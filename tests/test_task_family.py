@@ -26,6 +26,8 @@ from sweeper.task import TaskError, parse_task
 
 PINNED_KEY = "ee55c61f474e5f47408ac7ca4f426b5173bd2b7c440119999ea237c76d424b13"
 """The key of +exp=smoke's linucb/theory/simulation/seed0 cell (bandit_tuning, version 2)."""
+PINNED_NULL_NORM_KEY = "cecfbebc3bfdfa3a23f7d04f3635dbbb8e1854371968fecbd2a45fe82aaefeaf"
+"""The same cell with the configs' default norm_bound: null (S = ||theta*||), version 2."""
 PINNED_V1_KEY = "094d8d94d16f0c940cb369f94b707f116c065d6f7fb45d2c8905803ab9eeee99"
 """The same cell's key at result version 1."""
 PINNED_LEGACY_KEY = "8523618cb30ea36879e7af4baac72632d18338d60d88c3fb978cf11ec61c61c8"
@@ -34,7 +36,10 @@ PINNED_LEGACY_KEY = "8523618cb30ea36879e7af4baac72632d18338d60d88c3fb978cf11ec61
 
 def test_the_key_of_a_fixed_bandit_cell_is_pinned(composer):
     # A silent key change orphans every stored result: change it on purpose or not at all.
-    overrides = ["+exp=smoke", "algorithm=linucb", "tuner=theory", "seeds=1"]
+    # algorithm.norm_bound=1.0 is the config these keys were made with; the configs' default
+    # became null (S = ||theta*||, issue #16), which gives that cell a new key (next test).
+    overrides = ["+exp=smoke", "algorithm=linucb", "tuner=theory", "seeds=1",
+                 "algorithm.norm_bound=1.0"]  # fmt: skip
     (cell,) = expand(composer(overrides), composer, overrides)
     assert cell.label == "linucb/theory/simulation/seed0"
     assert cell.config["task"] == {"name": "bandit_tuning", "result_version": 2}
@@ -43,6 +48,13 @@ def test_the_key_of_a_fixed_bandit_cell_is_pinned(composer):
     at_v1 = [*overrides, "task.result_version=1"]
     (old,) = expand(composer(at_v1), composer, at_v1)
     assert (old.key, old.legacy_key) == (PINNED_V1_KEY, PINNED_LEGACY_KEY)
+
+
+def test_the_key_with_the_instance_norm_is_pinned(composer):
+    overrides = ["+exp=smoke", "algorithm=linucb", "tuner=theory", "seeds=1"]
+    (cell,) = expand(composer(overrides), composer, overrides)
+    assert cell.config["algorithm"]["norm_bound"] is None
+    assert cell.key == PINNED_NULL_NORM_KEY
 
 
 def test_the_result_version_is_part_of_the_key(composer):

@@ -180,6 +180,8 @@ def test_regret_from_expected_rewards_and_a_cell_on_the_log(composer, log_dir, t
                     f"dataset.path={log_dir}",
                     f"dataset.cache_dir={tmp_path}",
                     "horizon=3",
+                    # a click log has no theta*: LinUCB's S is a number here
+                    *(["algorithm.norm_bound=1.0"] if algorithm == "linucb" else []),
                 ]
             )
         )

@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from sweeper.report.axes import Axis  # noqa: E402
+from sweeper.report.axes import NULL, Axis  # noqa: E402
 from sweeper.report.load import MARKS  # noqa: E402
 from sweeper.task import Curve, Metric  # noqa: E402
 
@@ -341,7 +341,9 @@ def against_figure(
 ) -> str | None:
     """A summary ``metric`` (mean +- 1 sd over seeds) against the values of ``x_axis``, one
     line per ``line_axes`` value, one panel per combination of the other shown axes (e.g.
-    004 Figure 1: cumulative F against the estimated number of changes).
+    004 Figure 1: cumulative F against the estimated number of changes). A line whose cells
+    leave ``x_axis`` unset (e.g. CDT, which has no candidate set, beside OP and TL against
+    the set's size) is drawn as a horizontal reference: its mean, dashed, with its ±1 sd band.
 
     Returns the figure's caption, or None when no FINISHED cell recorded the metric.
     """
@@ -352,7 +354,8 @@ def against_figure(
     panel_axes, panels = _layout(finished, [a for a in axes if a is not x_axis], line_axes)
     lines = _lines(finished, line_axes, only, compare)
     colors = _colors([label for _, label in lines])
-    numeric = all(_is_number(v) for v in x_axis.values)
+    numeric = all(_is_number(v) for v in x_axis.values if v != NULL)
+    references = False
     rows_hint = len(panel_axes[0].values) if len(panel_axes) > 1 else 1
     fig, ax_list, columns = _figure(len(panels), rows_hint)
     for ax, combo in zip(ax_list, panels, strict=True):
@@ -360,8 +363,15 @@ def against_figure(
         for line, label in lines:
             own = _select(frame, line_axes, line)
             values = pd.to_numeric(own[metric.name], errors="coerce")
+            unset = (own[x_axis.column] == NULL).to_numpy()
+            if unset.all() and values.notna().any():
+                mean, sd = float(values.mean()), float(np.nan_to_num(values.std()))
+                ax.axhline(mean, color=colors[label], ls="--", lw=1.4, label=label)
+                ax.axhspan(mean - sd, mean + sd, color=colors[label], alpha=0.12, lw=0)
+                references = True
+                continue
             stats = values.groupby(own[x_axis.column]).agg(["mean", "std"])
-            stats = stats.reindex([v for v in x_axis.values if v in stats.index])
+            stats = stats.reindex([v for v in x_axis.values if v in stats.index and v != NULL])
             if not len(stats):
                 continue
             xs = [float(v) for v in stats.index] if numeric else list(range(len(stats)))
@@ -380,7 +390,12 @@ def against_figure(
     lines_by = " and ".join(a.header.lower() for a in line_axes) or "cell"
     return (
         f"{metric.title} against {x_axis.name}: mean over seeds with ±1 standard deviation, "
-        f"one line per {lines_by}."
+        f"one line per {lines_by}"
+        + (
+            f"; dashed: a line without {x_axis.name} (its mean and ±1 sd band)."
+            if references
+            else "."
+        )
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -49,9 +49,29 @@ def validate(config: Mapping[str, Any]) -> None:
     check = getattr(environment, "check", None)
     if check is not None:
         check()
+    if algorithm.needs_parameter_norm and not environment.has_parameter:
+        raise ValueError(
+            f"algorithm.norm_bound is null (S = ||theta*|| of the instance, 003 Section 3) but "
+            f"dataset {spec_name(config['dataset'])} has no model parameter theta*; set "
+            "algorithm.norm_bound to a number (e.g. algorithm.norm_bound=1.0)"
+        )
 
 
-def run_cell(config: Mapping[str, Any]) -> dict[str, Any]:
+class Probe(Protocol):
+    """Chooses the tuned rounds' arm in place of ``algorithm.select`` and may record what it
+    saw (003 Appendix A.2's check, ``tasks.bandit_tuning.lipschitz_check``)."""
+
+    def select(
+        self,
+        algorithm: BanditAlgorithm,
+        features: np.ndarray,
+        means: np.ndarray,
+        hp: Mapping[str, float],
+        t: int,
+    ) -> int: ...
+
+
+def run_cell(config: Mapping[str, Any], probe: Probe | None = None) -> dict[str, Any]:
     """Run one cell and return its summary, curves and hyperparameter trace.
 
     ``config`` holds ``algorithm``, ``tuner`` and ``dataset`` (each a mapping with a
@@ -59,7 +79,8 @@ def run_cell(config: Mapping[str, Any]) -> dict[str, Any]:
     K arms; during the tuner's warm-up (T1) a uniformly random arm is pulled, afterwards
     the tuner proposes hyperparameters (the untuned ones stay at their theoretical
     values) and the algorithm picks an arm; the reward updates both layers. Regret is
-    the expected reward of the best arm minus that of the pulled arm.
+    the expected reward of the best arm minus that of the pulled arm. ``probe``, if given,
+    picks the arm of every tuned round instead of ``algorithm.select``.
     """
     started = time.perf_counter()
     horizon = horizon_of(config)
@@ -70,6 +91,8 @@ def run_cell(config: Mapping[str, Any]) -> dict[str, Any]:
     )
 
     environment.reset(horizon, algorithm.model, environment_rng(spec_name(config["dataset"]), seed))
+    if algorithm.needs_parameter_norm:  # S = ||theta*|| of this instance (003 Section 3)
+        algorithm.set_parameter_norm(environment.parameter_norm())
     algorithm.reset(environment.n_features, horizon, algorithm_rng)
     space = algorithm.space
     tuner.reset(space, horizon, tuner_rng, algorithm.theoretical)
@@ -99,7 +122,11 @@ def run_cell(config: Mapping[str, Any]) -> dict[str, Any]:
                 proposal = propose(t)
                 hp.update(proposal)
                 trace[index] = [proposal[name] for name in names]
-                arm = select(features, hp, t)
+                arm = (
+                    select(features, hp, t)
+                    if probe is None
+                    else probe.select(algorithm, features, means, hp, t)
+                )
             reward = draw_reward(arm)
             update(features[arm], reward, hp, t)
             if index >= warmup:

@@ -80,6 +80,14 @@ class BanditAlgorithm(ABC):
         """The hyperparameters the tuner controls, in order."""
         return [self.all_hyperparameters[name] for name in self.tuned]
 
+    #: Whether the theoretical setting needs the instance's ||theta*|| (003 Section 3's S
+    #: written as ||theta*||): the cell then calls ``set_parameter_norm`` before ``reset``.
+    needs_parameter_norm: bool = False
+
+    def set_parameter_norm(self, norm: float) -> None:
+        """Take S = ``norm`` = ||theta*|| of the instance for the theoretical setting."""
+        raise TypeError(f"{type(self).__name__}'s theoretical setting does not use ||theta*||")
+
     @abstractmethod
     def theoretical(self, t: int) -> dict[str, float]:
         """The theoretical value of every hyperparameter at round ``t`` (1-based)."""

@@ -28,3 +28,16 @@ class LinTS(LinUCB):
             factor @ self.rng.standard_normal(self.n_features)
         )
         return int(np.argmax(features @ theta))
+
+    def arms_for_rates(
+        self, features: np.ndarray, hp: Mapping[str, float], rates: np.ndarray
+    ) -> np.ndarray:
+        """The arm ``select`` would pull under each rate of ``rates`` (R,) with ONE draw z
+        shared by all rates (common random numbers; the draw advances the generator as one
+        ``select`` does); (R,) arm indices."""
+        ridge = self.ridge
+        ridge.set_regularisation(hp["regularisation"])
+        factor = cholesky_lower(ridge.v_inv, "V^-1")
+        direction = features @ (factor @ self.rng.standard_normal(self.n_features))
+        scores = (features @ ridge.theta)[:, None] + direction[:, None] * np.asarray(rates)[None, :]
+        return scores.argmax(axis=0)

@@ -53,23 +53,47 @@ class LinUCB(ScheduledAlgorithm):
         self,
         noise_sd: float = 0.5,
         confidence: float = 0.1,
-        norm_bound: float = 1.0,
+        norm_bound: float | None = 1.0,
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
-        if noise_sd < 0 or not 0 < confidence < 1 or norm_bound < 0:
+        if noise_sd < 0 or not 0 < confidence < 1 or (norm_bound is not None and norm_bound < 0):
             raise ValueError(
                 "need noise_sd >= 0 (sigma), 0 < confidence < 1 (delta) and norm_bound >= 0 "
-                f"(S), got {noise_sd}, {confidence}, {norm_bound}"
+                f"(S; null for the instance's ||theta*||), got {noise_sd}, {confidence}, "
+                f"{norm_bound}"
             )
         self.noise_sd = float(noise_sd)
         self.confidence = float(confidence)
-        self.norm_bound = float(norm_bound)
+        self.norm_bound = None if norm_bound is None else float(norm_bound)
+        self.needs_parameter_norm = self.norm_bound is None
+        self._parameter_norm: float | None = None
+
+    def set_parameter_norm(self, norm: float) -> None:
+        """S = ``norm``, the instance's ||theta*|| (003 Section 3), when ``norm_bound`` is null."""
+        if not self.needs_parameter_norm:
+            raise TypeError("set_parameter_norm applies to norm_bound: null only")
+        if not norm >= 0:
+            raise ValueError(f"||theta*|| must be a non-negative number, got {norm}")
+        self._parameter_norm = float(norm)
+
+    @property
+    def s(self) -> float:
+        """S in the theoretical rate: ``norm_bound``, or the instance's ||theta*|| when null."""
+        if self.norm_bound is not None:
+            return self.norm_bound
+        if self._parameter_norm is None:
+            raise RuntimeError(
+                f"{type(self).__name__} has norm_bound: null (S = ||theta*||) but no instance "
+                "norm was set; the cell calls set_parameter_norm(environment.parameter_norm()) "
+                "before reset"
+            )
+        return self._parameter_norm
 
     def schedule(self, t: np.ndarray) -> dict[str, np.ndarray | float]:
         lam = self.constant("regularisation")
         alpha = oful_exploration_rate(
-            t, self.n_features, lam, self.noise_sd, self.confidence, self.norm_bound
+            t, self.n_features, lam, self.noise_sd, self.confidence, self.s
         )
         return {"exploration_rate": alpha, "regularisation": lam}
 
@@ -80,6 +104,17 @@ class LinUCB(ScheduledAlgorithm):
     def select(self, features: np.ndarray, hp: Mapping[str, float], t: int) -> int:
         self.ridge.set_regularisation(hp["regularisation"])
         return int(self.ridge.scores(features, hp["exploration_rate"]).argmax())
+
+    def arms_for_rates(
+        self, features: np.ndarray, hp: Mapping[str, float], rates: np.ndarray
+    ) -> np.ndarray:
+        """The arm ``select`` would pull under each exploration rate of ``rates`` (R,), from
+        the same state (003 Appendix A.2's rates compared on one history); vectorised over
+        arms and rates, (R,) arm indices."""
+        self.ridge.set_regularisation(hp["regularisation"])
+        means = features @ self.ridge.theta
+        scores = means[:, None] + self.ridge.widths(features)[:, None] * np.asarray(rates)[None, :]
+        return scores.argmax(axis=0)
 
     def update(self, x: np.ndarray, reward: float, hp: Mapping[str, float], t: int) -> None:
         self.ridge.set_regularisation(hp["regularisation"])

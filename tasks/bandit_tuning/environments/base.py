@@ -25,6 +25,8 @@ class Environment(ABC):
     """
 
     n_features: int
+    #: Whether ``reset`` draws a model parameter theta* (``parameter_norm`` is then defined).
+    has_parameter: bool = False
     #: The number of arms of the round last observed (before the first ``observe``, the
     #: most any round has). Constant for most datasets; Yahoo's article pool varies.
     n_arms: int
@@ -40,6 +42,22 @@ class Environment(ABC):
     @abstractmethod
     def reset(self, horizon: int, reward_model: str, rng: np.random.Generator) -> None:
         """Prepare a run of ``horizon`` rounds under ``reward_model`` ('linear'/'logistic')."""
+
+    def parameter_norm(self) -> float:
+        """||theta*|| of the instance drawn by the last ``reset`` (003 Section 3's S).
+
+        The norm of the parameter as the papers write the model, x'theta* inside the link
+        (``linear_scale`` and ``linear_offset`` of a transformed mean are not applied).
+        Environments without a model parameter (logged data, Lipschitz functions) raise.
+        """
+        theta = getattr(self, "theta", None) if self.has_parameter else None
+        if theta is None:
+            raise ValueError(
+                f"{type(self).__name__} has no model parameter theta* (or reset has not run), "
+                "so an algorithm cannot take S = ||theta*|| from it; set the algorithm's "
+                "norm_bound to a number (e.g. algorithm.norm_bound=1.0)"
+            )
+        return float(np.linalg.norm(theta))
 
     @abstractmethod
     def observe(self, t: int) -> tuple[np.ndarray, np.ndarray]:

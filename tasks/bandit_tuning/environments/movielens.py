@@ -29,6 +29,8 @@ from tasks.bandit_tuning.environments.movielens_data import (
 class MovieLens(BlockEnvironment):
     """Movies as arms, theta* an average user (003 Section 5)."""
 
+    has_parameter = True
+
     def __init__(
         self,
         path: str | None = None,

@@ -33,6 +33,8 @@ def uniform_in_ball(rng: np.random.Generator, shape: tuple[int, ...], d: int) ->
 class Simulation(BlockEnvironment):
     """Random features every round and a random parameter per run (003 Section 5)."""
 
+    has_parameter = True
+
     def __init__(
         self,
         n_features: int = 25,
