@@ -4,9 +4,10 @@ results in the MLflow UI"): the runs table of ``+exp=smoke``, then the three cli
 
     .venv/bin/python bench/ui_screenshots.py            # -> docs/ui/*.png (about a minute)
 
-It runs ``+exp=smoke`` into a temporary sqlite store, starts ``mlflow ui`` on 127.0.0.1,
-and drives headless Chromium (Debian's ``chromium`` package, or ``$CHROMIUM``) through
-the DevTools protocol: real mouse clicks on the UI's own buttons, as a user makes them.
+It runs ``+exp=smoke`` into a temporary sqlite store, starts an ``mlflow server`` on it
+(``sweeper.servers``, 127.0.0.1), and drives headless Chromium (Debian's ``chromium``
+package, or ``$CHROMIUM``) through the DevTools protocol: real mouse clicks on the UI's
+own buttons, as a user makes them.
 Everything it starts is stopped by its process id when it ends.
 """
 
@@ -16,9 +17,6 @@ import argparse
 import asyncio
 import base64
 import json
-import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -30,6 +28,7 @@ from pathlib import Path
 import aiohttp
 
 from sweeper.report.pagecheck import browser
+from sweeper.servers import free_port, mlflow_server
 
 ROOT = Path(__file__).resolve().parent.parent
 WINDOW = "1500,900"
@@ -44,12 +43,6 @@ FIND = """(() => {{
   const r = e.getBoundingClientRect();
   return [r.x + r.width / 2, r.y + r.height / 2];
 }})()"""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_for(url: str, seconds: float = 60) -> None:
@@ -173,23 +166,11 @@ def main() -> int:
              f"hydra.run.dir={tmp}/hydra"],
             check=True, cwd=tmp, stdout=subprocess.DEVNULL,
         )  # fmt: skip
-        port = free_port()
-        ui = subprocess.Popen(
-            [python, "-m", "mlflow", "ui", "--backend-store-uri", store, "--host", "127.0.0.1",
-             "--port", str(port)],
-            cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True,  # its workers are stopped with it, by process group
-        )  # fmt: skip
-        try:
-            url = f"http://127.0.0.1:{port}"
-            wait_for(f"{url}/health", 180)
+        with mlflow_server(store, Path(tmp) / "artifacts", workers=1) as url:
             from mlflow import MlflowClient
 
             experiment = MlflowClient(url).get_experiment_by_name("smoke").experiment_id
             asyncio.run(drive(url, experiment, args.out, f"{tmp}/chromium"))
-        finally:
-            os.killpg(ui.pid, signal.SIGTERM)
-            ui.wait(timeout=30)
     return 0
 
 

@@ -4,73 +4,24 @@
 from __future__ import annotations
 
 import io
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
 
+from sweeper.servers import mlflow_server
 from sweeper.sweep import run_sweep
 from sweeper.tracking import Tracker
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 def tracking_server(tmp_path: Path):
-    port = _free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "mlflow",
-            "server",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--backend-store-uri",
-            f"sqlite:///{tmp_path}/server.db",
-            "--artifacts-destination",
-            str(tmp_path / "artifacts"),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    uri = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 120
-        while True:
-            try:
-                urllib.request.urlopen(f"{uri}/health", timeout=2)
-                break
-            except OSError:
-                assert server.poll() is None, "mlflow server exited"
-                assert time.time() < deadline, "mlflow server did not start in 120 s"
-                time.sleep(0.5)
+    """An ``mlflow server`` on a sqlite file, artifacts served through it (sweeper.servers)."""
+    with mlflow_server(f"sqlite:///{tmp_path}/server.db", tmp_path / "artifacts") as uri:
         yield uri
-    finally:  # the server and its web workers: the process group it leads
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
 
 
-@pytest.mark.slow
 def test_a_sweep_logs_to_a_tracking_server_in_parallel_and_resumes(
     composer, tracking_server, ray_local, monkeypatch
 ):
