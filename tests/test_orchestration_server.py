@@ -22,6 +22,7 @@ def tracking_server(tmp_path: Path):
         yield uri
 
 
+@pytest.mark.slow
 def test_a_sweep_logs_to_a_tracking_server_in_parallel_and_resumes(
     composer, tracking_server, ray_local, monkeypatch
 ):
