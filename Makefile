@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 EXP ?= smoke
 ARGS ?=
 
-.PHONY: reproduce run test test-slow test-faults test-experiments test-install test-cluster bench-orchestration bench-tuners lint bench report check-pages clean movielens obd
+.PHONY: reproduce run test test-slow test-faults test-scale bench-scale tracking-server test-experiments test-install test-cluster bench-orchestration bench-tuners lint bench report check-pages clean movielens obd
 
 # editable_mode=compat: the checkout itself goes on sys.path, so that Hydra's plugin scan finds
 # hydra_plugins/sweeper_launcher (it cannot walk setuptools' default editable finder).
@@ -35,6 +35,15 @@ test-cluster: $(STAMP)  ## a real `ray start` head + worker and `ray job submit`
 
 test-faults: $(STAMP)  ## kill -9 at 30 moments, double Ctrl-C, two drivers: exactly once (slow)
 	$(BIN)/python -m pytest -q -m slow tests/test_faults_injection.py $(ARGS)
+
+test-scale: $(STAMP)  ## PostgreSQL-backed server: batches, a server and a database restarted mid-sweep (slow)
+	$(BIN)/python -m pytest -q -m slow tests/test_scale_faults.py tests/test_bulk.py tests/test_postgres_server.py $(ARGS)
+
+bench-scale: $(STAMP)  ## cells/s per store, driver memory, resume and report times; starts/stops PostgreSQL itself
+	$(BIN)/python bench/bench_scale.py $(ARGS)
+
+tracking-server: $(STAMP)  ## PostgreSQL + mlflow server on 127.0.0.1 in DIR (default /tmp/sweeper-tracking); Ctrl-C stops
+	$(BIN)/python -m sweeper.servers --postgres --dir $(or $(DIR),/tmp/sweeper-tracking)
 
 test-experiments: $(STAMP)  ## every experiment of conf/exp/ at reduced size, on Ray (slow)
 	$(BIN)/python -m pytest -q -m slow tests/test_experiments.py $(ARGS)

@@ -39,11 +39,15 @@ ROOT = Path(__file__).resolve().parent.parent
 RATE = re.compile(r"in [^(]*\(([\d.]+)s; ([\d.]+) cells/s\)")
 
 
-def sweep(uri: str, cells: int, name: str, cwd: Path) -> dict[str, float]:
-    """Run the toy sweep; its wall time, the driver's own cells/s and peak RSS (MB)."""
+RESUME = re.compile(r"resume check ([\d.]+) s")
+
+
+def sweep(uri: str, cells: int, name: str, cwd: Path, *extra: str) -> dict[str, float]:
+    """Run the toy sweep; its wall time, the driver's own cells/s, its resume check and
+    peak RSS (MB)."""
     command = [sys.executable, "-m", "sweeper", "task=toy", "horizon=2000", f"seeds={cells}",
                f"tracking.uri={uri}", f"experiment.name={name}",
-               f"hydra.run.dir={cwd}/hydra"]  # fmt: skip
+               f"hydra.run.dir={cwd}/hydra", *extra]  # fmt: skip
     started = time.perf_counter()
     process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True)  # fmt: skip
@@ -56,8 +60,10 @@ def sweep(uri: str, cells: int, name: str, cwd: Path) -> dict[str, float]:
     found = RATE.search(output)
     if process.returncode != 0 or not found:
         raise RuntimeError(f"the sweep failed ({process.returncode}):\n{output[-2000:]}")
+    resume = RESUME.search(output)
     return {"wall_s": wall, "rate": float(found.group(2)), "sweep_s": float(found.group(1)),
-            "rss_mb": peak / 2**20}  # fmt: skip
+            "rss_mb": peak / 2**20,
+            "resume_s": float(resume.group(1)) if resume else float("nan")}  # fmt: skip
 
 
 def rss(pid: int) -> int:
@@ -80,49 +86,73 @@ def report_time(uri: str, name: str, cwd: Path) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cells", type=int, default=2000, help="cells per store")
-    parser.add_argument("--memory", default="1000,5000", help="sizes for the memory column")
+    parser.add_argument("--cells", type=int, default=10_000, help="cells per direct store")
+    parser.add_argument("--api-cells", type=int, default=1000, help="cells through the API")
+    parser.add_argument("--memory", default="1000,5000,20000", help="sizes for memory")
+    parser.add_argument("--resume", type=int, default=50_000, help="cells of the resume check")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "scale.md")
     args = parser.parse_args()
     load_before = os.getloadavg()
-    rows, memory = [], []
-    with tempfile.TemporaryDirectory() as tmp:
+    rows, memory, resumes = [], [], []
+    with tempfile.TemporaryDirectory(prefix="sweeper-pg-") as tmp:  # postgres reaches it
         work = Path(tmp)
         work.chmod(0o755)  # PostgreSQL's user must reach its directory inside
 
-        def measure(store: str, uri: str) -> None:
-            result = sweep(uri, args.cells, "scale", work)
-            resume = sweep(uri, args.cells, "scale", work)
-            rows.append((store, result, resume["sweep_s"], report_time(uri, "scale", work)))
+        def measure(store: str, uri: str, cells: int, *extra: str) -> None:
+            name = f"scale{len(rows)}"
+            result = sweep(uri, cells, name, work, *extra)
+            again = sweep(uri, cells, name, work, *extra)
+            rows.append((store, cells, result, again, report_time(uri, name, work)))
 
-        measure("embedded sqlite", f"sqlite:///{work}/local.db")
-        with mlflow_server(f"sqlite:///{work}/server.db", work / "art-sqlite") as uri:
-            measure("mlflow server, sqlite", uri)
+        measure("embedded sqlite (direct writes)", f"sqlite:///{work}/local.db", args.cells)
+        measure("embedded sqlite, MLflow API", f"sqlite:///{work}/api.db", args.api_cells,
+                "tracking.direct_writes=false")  # fmt: skip
         with postgres(work / "pg") as backend, mlflow_server(backend, work / "art-pg") as uri:
-            measure("mlflow server, PostgreSQL 15", uri)
+            direct = [f"tracking.database={backend}",
+                      f"tracking.artifacts_destination={work / 'art-pg'}"]  # fmt: skip
+            measure("mlflow server on PostgreSQL (direct writes)", uri, args.cells, *direct)
+            for threads in (4, 16):
+                measure(f"mlflow server on PostgreSQL, MLflow API, {threads} writers", uri,
+                        args.api_cells, "tracking.direct_writes=false",
+                        f"tracking.log_threads={threads}")  # fmt: skip
         for size in (int(s) for s in args.memory.split(",")):
             memory.append((size, sweep(f"sqlite:///{work}/mem{size}.db", size, "mem", work)))
+        uri = f"sqlite:///{work}/resume.db"
+        sweep(uri, args.resume, "resume", work)
+        resumes.append((args.resume, sweep(uri, args.resume, "resume", work)))
     load_after = os.getloadavg()
+    write(args, rows, memory, resumes, load_before, load_after)
+
+
+def write(args, rows, memory, resumes, load_before, load_after) -> None:
     lines = [
         "# The driver at scale (bench/bench_scale.py)",
         "",
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node()}, {os.cpu_count()} CPUs, "
         f"Python {platform.python_version()}; load average {load_before[0]:.1f} before, "
         f"{load_after[0]:.1f} after (other jobs shared the machine when it is above 2).",
-        f"Toy cells (microseconds each, 2000-step curves), {args.cells} per store, run as "
-        "`python -m sweeper task=toy horizon=2000 seeds=N` on embedded Ray; cells/s is the "
-        "driver's own figure (its summary line, Ray's start excluded); the resume check is the "
-        "same command started again, every cell skipped.",
+        "Toy cells (microseconds each, 2000-step curves), run as `python -m sweeper task=toy "
+        "horizon=2000 seeds=N` on embedded Ray; cells/s is the driver's own figure (its "
+        "summary line: cells recorded over the time from the first dispatch to the last "
+        "record, Ray's start excluded); the resume check is the same command started again "
+        "(every cell skipped): the driver's `resume check` line (reading the tables and the "
+        "runs after their last part, and the cells left), and the whole command (Python, "
+        "Hydra, the grid's expansion).",
         "",
-        "| store | cells/s | sweep (s) | resume check (s) | report (s) | driver peak RSS (MB) |",
-        "|---|---|---|---|---|---|",
+        "| store | cells | cells/s | sweep (s) | resume check (s) | resume command (s) | "
+        "report (s) | driver peak RSS (MB) |",
+        "|---|---|---|---|---|---|---|---|",
     ]  # fmt: skip
-    for store, result, resume_s, report_s in rows:
-        lines.append(f"| {store} | {result['rate']:.1f} | {result['sweep_s']:.0f} | "
-                     f"{resume_s:.1f} | {report_s:.1f} | {result['rss_mb']:.0f} |")  # fmt: skip
-    lines += ["", "Driver peak resident memory by sweep size (embedded sqlite):", "",
-              "| cells | peak RSS (MB) | cells/s |", "|---|---|---|"]  # fmt: skip
+    for store, cells, result, again, report_s in rows:
+        lines.append(f"| {store} | {cells} | {result['rate']:.1f} | {result['sweep_s']:.0f} | "
+                     f"{again['resume_s']:.2f} | {again['wall_s']:.1f} | {report_s:.1f} | "
+                     f"{result['rss_mb']:.0f} |")  # fmt: skip
+    lines += ["", "Driver peak resident memory by sweep size (embedded sqlite, direct writes):",
+              "", "| cells | peak RSS (MB) | cells/s |", "|---|---|---|"]  # fmt: skip
     lines += [f"| {n} | {r['rss_mb']:.0f} | {r['rate']:.1f} |" for n, r in memory]
+    lines += ["", "Resume check of a large experiment (embedded sqlite):", "",
+              "| cells | resume check (s) | resume command (s) |", "|---|---|---|"]  # fmt: skip
+    lines += [f"| {n} | {r['resume_s']:.2f} | {r['wall_s']:.1f} |" for n, r in resumes]
     args.out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

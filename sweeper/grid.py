@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import pickle
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -168,8 +169,9 @@ def _with_identity(config: dict[str, Any], task: Task) -> dict[str, Any]:
 
 def _cell(config: dict[str, Any], settings: Sequence[tuple[str, Any]], plain: bool):
     """The resolved cell config with ``settings`` (dotted key, value) applied."""
-    if plain:
-        cell = copy.deepcopy({k: v for k, v in config.items() if k not in ORCHESTRATION_KEYS})
+    if plain:  # a pickle round trip: a deep copy of plain data, several times faster
+        base = {k: v for k, v in config.items() if k not in ORCHESTRATION_KEYS}
+        cell = pickle.loads(pickle.dumps(base, pickle.HIGHEST_PROTOCOL))
         for key, value in settings:
             _set_path(cell, key, copy.deepcopy(value))
         return cell

@@ -86,12 +86,11 @@ def _reachable_by_postgres(directory: Path) -> None:
             )
 
 
-@contextmanager
-def postgres(directory: Path, port: int | None = None) -> Iterator[str]:
-    """A PostgreSQL cluster in ``directory/pgdata`` with a database ``mlflow``; yields its
-    SQLAlchemy URI (``postgresql+psycopg://postgres@127.0.0.1:PORT/mlflow``). Started
-    again on the same directory, it keeps its data (a restart, as in a fault test)."""
-    binaries, port = pg_bin(), port or free_port()
+def pg_start(directory: Path, port: int) -> str:
+    """Start (initialising it the first time) the PostgreSQL cluster in ``directory/pgdata``
+    on 127.0.0.1:``port`` with a database ``mlflow``; its SQLAlchemy URI. Started again on
+    the same directory, it keeps its data (a restart, as in a fault test)."""
+    binaries = pg_bin()
     directory = Path(directory).resolve()
     directory.mkdir(parents=True, exist_ok=True)
     if os.geteuid() == 0:
@@ -101,15 +100,33 @@ def postgres(directory: Path, port: int | None = None) -> Iterator[str]:
         _run(_as_postgres([str(binaries / "initdb"), "-D", str(data), "-U", "postgres",
                            "--auth=trust", "--no-sync"]), "initdb")  # fmt: skip
     options = f"-c listen_addresses=127.0.0.1 -p {port} -k {data} -c fsync=off"
-    ctl = [str(binaries / "pg_ctl"), "-D", str(data), "-l", str(directory / "postgres.log")]
-    _run(_as_postgres([*ctl, "-o", options, "-w", "start"]), "pg_ctl start")
+    _run(_as_postgres([*_pg_ctl(directory), "-o", options, "-w", "start"]), "pg_ctl start")
+    createdb = [str(binaries / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U",
+                "postgres", "mlflow"]  # fmt: skip
+    subprocess.run(_as_postgres(createdb), capture_output=True)  # exists after a restart
+    return f"postgresql+psycopg://postgres@127.0.0.1:{port}/mlflow"
+
+
+def pg_stop(directory: Path) -> None:
+    """Stop the cluster in ``directory/pgdata`` (fast shutdown: open connections are cut)."""
+    stop_ = [*_pg_ctl(Path(directory).resolve()), "-m", "fast", "-w", "stop"]
+    subprocess.run(_as_postgres(stop_), capture_output=True)
+
+
+def _pg_ctl(directory: Path) -> list[str]:
+    data = directory / "pgdata"
+    return [str(pg_bin() / "pg_ctl"), "-D", str(data), "-l", str(directory / "postgres.log")]
+
+
+@contextmanager
+def postgres(directory: Path, port: int | None = None) -> Iterator[str]:
+    """A PostgreSQL cluster (:func:`pg_start`) for the ``with`` block; yields its URI
+    (``postgresql+psycopg://postgres@127.0.0.1:PORT/mlflow``)."""
+    uri = pg_start(directory, port or free_port())
     try:
-        createdb = [str(binaries / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U",
-                    "postgres", "mlflow"]  # fmt: skip
-        subprocess.run(_as_postgres(createdb), capture_output=True)  # exists after a restart
-        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/mlflow"
+        yield uri
     finally:
-        subprocess.run(_as_postgres([*ctl, "-m", "fast", "-w", "stop"]), capture_output=True)
+        pg_stop(directory)
 
 
 def wait_until_healthy(uri: str, process: subprocess.Popen, timeout_s: float) -> None:
@@ -165,9 +182,11 @@ def stop(process: subprocess.Popen, timeout_s: float = 20) -> None:
 
 
 @contextmanager
-def mlflow_server(backend_uri: str, artifacts: Path, workers: int = 4) -> Iterator[str]:
+def mlflow_server(
+    backend_uri: str, artifacts: Path, workers: int = 4, port: int | None = None
+) -> Iterator[str]:
     """An ``mlflow server`` for the ``with`` block; yields its URI."""
-    process, uri = start_mlflow_server(backend_uri, artifacts, workers=workers)
+    process, uri = start_mlflow_server(backend_uri, artifacts, port=port, workers=workers)
     try:
         yield uri
     finally:
@@ -179,14 +198,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, required=True, help="where the stores live")
     parser.add_argument("--postgres", action="store_true", help="PostgreSQL backend store")
     parser.add_argument("--workers", type=int, default=4, help="the server's web workers")
+    parser.add_argument("--port", type=int, default=None, help="the server's port (default: free)")
+    parser.add_argument("--pg-port", type=int, default=None, help="PostgreSQL's (default: free)")
     args = parser.parse_args(argv)
     args.dir.mkdir(parents=True, exist_ok=True)
     try:
         with (
-            postgres(args.dir) if args.postgres else _sqlite(args.dir) as backend,
-            mlflow_server(backend, args.dir / "artifacts", args.workers) as uri,
+            postgres(args.dir, args.pg_port) if args.postgres else _sqlite(args.dir) as backend,
+            mlflow_server(backend, args.dir / "artifacts", args.workers, args.port) as uri,
         ):
-            print(f"MLFLOW_TRACKING_URI={uri}   (backend {backend}); Ctrl-C stops", flush=True)
+            print(
+                f"MLFLOW_TRACKING_URI={uri}   (backend {backend}); Ctrl-C stops\n"
+                f"sweep into it with: python -m sweeper ... tracking.uri={uri} "
+                f"tracking.database={backend} "
+                f"tracking.artifacts_destination={(args.dir / 'artifacts').resolve()}",
+                flush=True,
+            )
             signal.signal(signal.SIGTERM, signal.default_int_handler)
             while True:
                 time.sleep(3600)

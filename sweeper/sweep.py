@@ -1,17 +1,21 @@
 """The driver: expand, skip what is done, dispatch, record (docs/architecture.md).
 
-``run_sweep`` never loses finished work: each cell is logged to MLflow the moment it
-finishes, the parent's ``cells.parquet`` is rewritten every ``tracking.flush_every``
-cells or ``tracking.flush_every_s`` seconds (and at the end), and Ctrl-C (or SIGTERM, as
-``ray job stop`` sends) cancels only what is in flight. Starting the same command again
-resumes: cells with a FINISHED run are skipped, RUNNING leftovers of a killed driver are
-set KILLED, and table rows the last flush missed are rebuilt from their runs.
+``run_sweep`` never loses finished work: finished cells are recorded in batches
+(:mod:`sweeper.record`: at most ``tracking.batch_size`` cells or ``tracking.batch_s``
+seconds old; in one transaction straight into the store's database when the driver can
+reach it, :mod:`sweeper.bulk`), each batch followed by a part of the parent's table
+(:mod:`sweeper.table`), consolidated when the sweep ends; Ctrl-C (or SIGTERM, as ``ray job
+stop`` sends) cancels only what is in flight. Starting the same command again resumes:
+cells with a FINISHED run are skipped, RUNNING leftovers of a killed driver are set KILLED,
+and table rows a killed driver never wrote are rebuilt from their runs. The driver keeps
+the cells' keys and counts, never their rows: its memory does not grow with their results.
 
-Exactly once under faults (issue #17): the driver holds the store's lock (a local sqlite
-file) or the experiment's lease (a tracking server) for its whole life
-(:mod:`sweeper.lock`), so no other driver computes the same cells; a store that fails
-mid-sweep ends it cleanly (``SweepResult.store_error``, exit status 3); a run whose logging
-was cut off is settled KILLED and kept out of the table's ``table_until`` mark.
+Exactly once under faults (issues #15, #17): the driver holds the store's lock (a local
+sqlite file) or the experiment's lease (a tracking server) for its whole life
+(:mod:`sweeper.lock`), so no other driver computes the same cells; a store that stops
+answering is waited for (``tracking.patience_s``), one that fails ends the sweep cleanly
+(``SweepResult.store_error``, exit status 3); a run whose logging was cut off is settled
+KILLED and kept out of the table's ``table_until`` mark.
 """
 
 from __future__ import annotations
@@ -23,8 +27,6 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from concurrent import futures
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TextIO
@@ -40,6 +42,7 @@ from sweeper.launch import check_launcher, init_ray, launch
 from sweeper.lock import Lease, store_lock
 from sweeper.migrate import carry_over
 from sweeper.progress import Progress, format_duration
+from sweeper.record import Batching, Recorder, patiently
 from sweeper.task import GENERIC, Task
 from sweeper.tracking import (
     IndexEntry,
@@ -47,14 +50,11 @@ from sweeper.tracking import (
     StoreFailed,
     Tracker,
     check_store,
-    now_ms,
     resolve_uri,
     store_calls,
 )
 from tasks.building import locate
 
-TABLE_FLUSH_EVERY = 50
-TABLE_FLUSH_EVERY_S = 30.0
 MAX_LISTED_FAILURES = 20
 MAX_SUMMARY_ROWS = 60
 EXIT_STORE_FAILED = 3
@@ -80,7 +80,6 @@ class SweepResult:
     failed: list[Failure] = field(default_factory=list)
     wall_s: float = 0.0
     dispatch_s: float = 0.0
-    table: pd.DataFrame | None = None
     parent_run_id: str = ""
     interrupted: bool = False
     cancelled: int = 0
@@ -92,6 +91,13 @@ class SweepResult:
     settings: dict[str, str] = field(default_factory=dict)  # cell key -> its run name sans seed
 
     store_error: str = ""  # the MLflow store failed mid-sweep: why
+    resume_s: float = 0.0  # reading what the experiment holds and what is left to run
+    load_table: Any = None  # columns -> the sweep's table, read back from the store
+
+    @property
+    def table(self) -> pd.DataFrame | None:
+        """One row per cell of the sweep (read from the parent's table when asked)."""
+        return None if self.load_table is None else self.load_table()
 
     @property
     def ok(self) -> bool:
@@ -139,7 +145,12 @@ def run_sweep(
     command = _command(cli_overrides)
     with store_lock(uri, command):
         with store_calls(f"opening the MLflow store {uri}"):
-            tracker = Tracker(uri, str(cfg.experiment.name), task_of(cfg))
+            tracker = Tracker(
+                uri,
+                str(cfg.experiment.name),
+                task_of(cfg),
+                cfg.tracking.get("artifacts_destination"),
+            )
         lease = Lease(tracker.client, tracker.experiment_id, tracker.driver, command)
         if tracker.remote:
             with store_calls("taking the experiment's lease"):
@@ -160,6 +171,7 @@ def _sweep(
 ) -> SweepResult:
     """Resume index, Ray, parent run, then :func:`_drive`; holding the store's lock."""
     name, task = tracker.experiment_name, tracker.task
+    checked = time.perf_counter()
     with store_calls("reading what the experiment holds"):
         parents = tracker.sweep_parents()
         index = tracker.resume_index(parents)
@@ -178,6 +190,7 @@ def _sweep(
         task=task,
         settings={c.key: c.setting for c in cells},
     )
+    result.resume_s = time.perf_counter() - checked
     print(f"sweep '{name}': results go to {tracker.uri}", file=out)
     if tracker.store_note:
         print(f"  the store was {tracker.store_note} whole (sweeper/lock.py)", file=out)
@@ -213,21 +226,30 @@ def _drive(
     started: float,
     out: TextIO,
 ) -> SweepResult:
-    """Reap, dispatch ``todo``, log each outcome as it arrives, end the parent run."""
+    """Reap, dispatch ``todo``, record the outcomes in batches as they arrive, end the
+    parent run. The driver keeps counts and keys, not rows: the rows go to the parent's
+    table part by part (sweeper/table.py)."""
     parent, name, rerun = result.parent_run_id, result.experiment, bool(cfg.get("rerun"))
     known = {c.key: index.finished[c.key] for c in cells if c.key in index.finished}
-    log_threads = _log_threads(cfg, tracker)
     with store_calls("settling the runs a killed driver left RUNNING"):
         result.reaped = len(tracker.reap(tracker.leftovers(parent), parent))
-        rows, result.rebuilt_rows = _previous_rows(tracker, cells, known)
+        tracker.table(parent).consolidate()  # the parts a killed driver left
+        result.rebuilt_rows = _carry_rows(tracker, parent, cells, known)
         if rerun and known:  # cleared when the rerun ends; a start that finds it re-tags
             tracker.set_tags(parent, {"sweeper.rerun_open": "1"})
+    result.load_table = lambda columns=None: _sweep_table(tracker, parent, cells, columns)
     print(
         f"sweep '{name}': {len(cells)} cells, {result.skipped} already finished, "
         f"{len(todo)} to run{' (rerun=true: recomputing)' if rerun and known else ''} "
         f"({cfg.launcher.name} launcher)",
         file=out,
     )
+    if result.skipped:
+        print(
+            f"  resume check {result.resume_s:.2f} s ({index.tables} table(s) read, "
+            f"{index.searched_runs} run(s) searched)",
+            file=out,
+        )
     if result.reaped:
         print(f"  {result.reaped} run(s) left RUNNING by a killed driver set to KILLED", file=out)
     if result.rebuilt_rows:
@@ -238,24 +260,13 @@ def _drive(
             "carried over (sweeper/migrate.py)",
             file=out,
         )
-    if rows:
-        with store_calls("writing the sweep's table"):
-            tracker.write_cells_table(parent, pd.DataFrame(rows.values()))
 
-    flush_every = int(cfg.tracking.get("flush_every") or TABLE_FLUSH_EVERY)
-    flush_every_s = float(cfg.tracking.get("flush_every_s") or TABLE_FLUSH_EVERY_S)
     progress = Progress(len(todo), out)
-    logger = _CellLogger(tracker, parent, log_threads)
+    recorder = Recorder(tracker, parent, Batching.of(cfg, tracker), progress)
     running: set[str] = set()
-    unflushed, last_flush = 0, time.perf_counter()
 
-    def record(logged: list[tuple[Cell, Outcome, dict[str, Any]]]) -> None:
-        nonlocal unflushed
+    def count(logged: list[tuple[Cell, Outcome, dict[str, Any]]]) -> None:
         for cell, outcome, row in logged:
-            # A failed recomputation never hides a cell's finished result.
-            if outcome.status == "FINISHED" or rows.get(cell.key, {}).get("status") != "FINISHED":
-                rows[cell.key] = row
-            unflushed += 1
             if outcome.status == "FINISHED":
                 result.finished += 1
             else:
@@ -268,6 +279,7 @@ def _drive(
     dispatch_started = time.perf_counter()  # after Ray's start: cells/s measures dispatch
     try:
         with _graceful_stop(progress) as stop, closing(launch(todo, cfg.launcher)) as events:
+            recorder.stop = stop
             for event in events:
                 cell, outcome = event.cell, event.outcome
                 if event.kind == "started" and cell is not None:
@@ -277,125 +289,77 @@ def _drive(
                     progress.finish(outcome.status == "FINISHED", cell.key in running)
                     running.discard(cell.key)
                     old = known.get(cell.key)
-                    record(logger.submit(cell, outcome, [old.run_id] if old else []))
-                record(logger.collect())
-                if unflushed and (
-                    unflushed >= flush_every or time.perf_counter() - last_flush >= flush_every_s
-                ):
-                    table = pd.DataFrame(rows.values())
-                    with store_calls("writing the sweep's table"):
-                        tracker.write_cells_table(parent, table, until=logger.until())
-                    unflushed, last_flush = 0, time.perf_counter()
+                    recorder.add(cell, outcome, [old.run_id] if old else [])
+                if recorder.due():
+                    count(recorder.flush())
                 progress.draw()
                 if stop.requested:
                     raise KeyboardInterrupt  # leaving the loop closes the launcher: it cancels
     except KeyboardInterrupt:
         result.interrupted = True
-    except StoreFailed as err:  # stop cleanly: what was logged is kept
+    except StoreFailed as err:  # stop cleanly: what was recorded is kept
         result.store_error = str(err)
     finally:
-        try:
-            record(logger.collect(everything=True))  # the cells already computed are kept
-        except StoreFailed as err:
-            result.store_error = result.store_error or str(err)
-        logger.close()
+        if not result.store_error:
+            try:
+                recorder.stop = None  # the cells already computed are kept, even after Ctrl-C
+                count(recorder.flush())
+            except StoreFailed as err:
+                result.store_error = str(err)
+            except KeyboardInterrupt:  # a second Ctrl-C while the last batch is written
+                result.interrupted = True
+        count(recorder.take_cut())
+        recorder.close()
     if result.interrupted or result.store_error:
         result.cancelled = len(todo) - result.processed
     result.dispatch_s = time.perf_counter() - dispatch_started
-    progress.close()
-
-    result.table = pd.DataFrame(rows.values())
     result.wall_s = time.perf_counter() - started
+    _end_parent(tracker, cells, known, result, rerun, recorder.batching.patience_s, progress)
+    progress.close()
+    print_summary(result, out)
+    return result
+
+
+def _end_parent(
+    tracker: Tracker,
+    cells: Sequence[Cell],
+    known: dict[str, IndexEntry],
+    result: SweepResult,
+    rerun: bool,
+    patience_s: float,
+    progress: Progress,
+) -> None:
+    """Consolidate the table, log the summary, end the parent run (FAILED if the store
+    fails now; the next start settles what is left)."""
+    parent = result.parent_run_id
+    summary = {
+        "cells": len(cells),
+        "finished": result.finished + result.skipped,
+        "failed": len(result.failed),
+        "skipped": result.skipped,
+        "wall_s": result.wall_s,
+        "cells_per_s": result.cells_per_s,
+    }
+
+    def end() -> None:
+        tracker.table(parent).consolidate()
+        if rerun and known and not (result.interrupted or result.store_error):
+            tracker.client.delete_tag(parent, "sweeper.rerun_open")
+        tracker.finish_parent(
+            parent,
+            summary,
+            failed=not result.ok,
+            status="KILLED" if result.interrupted and not result.store_error else None,
+            details=_details(result),
+        )
+
     try:
-        with store_calls("ending the sweep's parent run"):
-            if rows:
-                tracker.write_cells_table(parent, result.table, until=logger.until())
-            if rerun and known and not (result.interrupted or result.store_error):
-                tracker.client.delete_tag(parent, "sweeper.rerun_open")
-            tracker.finish_parent(
-                parent,
-                {
-                    "cells": len(cells),
-                    "finished": result.finished + result.skipped,
-                    "failed": len(result.failed),
-                    "skipped": result.skipped,
-                    "wall_s": result.wall_s,
-                    "cells_per_s": result.cells_per_s,
-                },
-                failed=not result.ok,
-                status="KILLED" if result.interrupted and not result.store_error else None,
-                details=_details(result),
-            )
+        patiently("ending the sweep's parent run", end, patience_s, progress)
     except StoreFailed as err:
         result.store_error = result.store_error or str(err)
         tracker.settle_parent(parent, "FAILED")
     if result.interrupted or result.store_error:
         tracker.settle_own(parent)  # a run cut off while it was being logged
-    print_summary(result, out)
-    return result
-
-
-class _CellLogger:
-    """Logs finished cells to MLflow: inline for a local store; for a tracking server, where
-    each cell is a few HTTP round trips, in ``threads`` parallel writers (at most
-    ``4 * threads`` cells waiting), so the driver keeps up with a large cluster."""
-
-    def __init__(self, tracker: Tracker, parent: str, threads: int) -> None:
-        self.tracker, self.parent = tracker, parent
-        self.pool = ThreadPoolExecutor(threads, "sweeper-log") if threads > 1 else None
-        self.limit = 4 * threads
-        self.pending: dict[Future, int] = {}  # a cell being logged -> when it was handed over
-        self.cut: int | None = None  # when the first cell whose logging was cut off began
-
-    def _log(self, cell: Cell, outcome: Outcome, supersedes: list[str]):
-        handed = now_ms()
-        try:
-            with store_calls(f"logging cell {cell.label}"):
-                return cell, outcome, self.tracker.log_cell(cell, outcome, self.parent, supersedes)
-        except BaseException:  # its run may exist (even FINISHED) without a table row
-            self.cut = handed if self.cut is None else min(self.cut, handed)
-            raise
-
-    def submit(self, cell: Cell, outcome: Outcome, supersedes: list[str]) -> list:
-        """Log (or start logging) one cell; return the cells whose logging has completed."""
-        if self.pool is None:
-            return [self._log(cell, outcome, supersedes)]
-        self.pending[self.pool.submit(self._log, cell, outcome, supersedes)] = now_ms()
-        return self.collect(wait=len(self.pending) >= self.limit)
-
-    def collect(self, wait: bool = False, everything: bool = False) -> list:
-        """The cells logged since the last call (in hand-over order); an MLflow error raises."""
-        if not self.pending:
-            return []
-        if everything:
-            futures.wait(self.pending)
-        elif wait:
-            futures.wait(self.pending, return_when=futures.FIRST_COMPLETED)
-        done = sorted((f for f in self.pending if f.done()), key=self.pending.__getitem__)
-        for future in done:
-            del self.pending[future]
-        return [future.result() for future in done]
-
-    def until(self) -> int:
-        """The table's ``table_until``: now, or the hand-over time of the oldest cell still
-        being logged or whose logging was cut off (a second Ctrl-C, a store error): its run
-        may exist without being in the table, so the next start searches for it."""
-        cut = [] if self.cut is None else [self.cut]
-        return min([now_ms(), *self.pending.values(), *cut])
-
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(wait=True)
-
-
-def _log_threads(cfg: DictConfig, tracker: Tracker) -> int:
-    """``tracking.log_threads``; null: 4 for a tracking server, 1 (inline) for a local store."""
-    value = cfg.tracking.get("log_threads")
-    if value is None:
-        return 4 if tracker.remote else 1
-    if int(value) < 1:
-        raise ValueError(f"tracking.log_threads must be a positive count or null, got {value}")
-    return int(value)
 
 
 def validate(cells: Sequence[Cell]) -> None:
@@ -418,22 +382,48 @@ def validate(cells: Sequence[Cell]) -> None:
             raise SweepError(f"invalid cell {cell.label}: {err}") from err
 
 
-def _previous_rows(
-    tracker: Tracker, cells: Sequence[Cell], known: dict[str, IndexEntry]
-) -> tuple[dict[str, dict[str, Any]], int]:
-    """Rows of cells finished earlier: from a sweep table, else rebuilt from the run."""
-    rows: dict[str, dict[str, Any]] = {}
-    rebuilt = 0
+def _carry_rows(
+    tracker: Tracker, parent: str, cells: Sequence[Cell], known: dict[str, IndexEntry]
+) -> int:
+    """Give the parent's table a row for each cell finished earlier that it lacks (or holds
+    under a legacy key): copied from a sweep's table, else rebuilt from the run. Returns
+    how many were rebuilt."""
+    by_parent: dict[str, dict[str, str]] = {}  # table's parent -> run id -> cell key
+    rebuilt: list[dict[str, Any]] = []
     for cell in cells:
         entry = known.get(cell.key)
         if entry is None:
             continue
-        if entry.row is not None:
-            rows[cell.key] = {k: v for k, v in entry.row.items() if not _missing(v)}
+        if entry.row is not None and entry.parent:
+            held = entry.parent == parent and entry.row.get("cell_key") == cell.key
+            if not held:
+                by_parent.setdefault(entry.parent, {})[entry.run_id] = cell.key
         else:
-            rows[cell.key] = tracker.row_from_run(cell, entry.run or entry.run_id)
-            rebuilt += 1
-    return rows, rebuilt
+            rebuilt.append(tracker.row_from_run(cell, entry.run or entry.run_id))
+    for other, keys in by_parent.items():
+        table = tracker.read_cells_table(other)
+        rows = [] if table is None else table[table["run_id"].isin(keys)].to_dict("records")
+        rows = [{**_present(r), "cell_key": keys[r["run_id"]]} for r in rows]
+        tracker.table(parent).append(rows)
+    tracker.table(parent).append(rebuilt)
+    return len(rebuilt)
+
+
+def _present(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in row.items() if not _missing(v)}
+
+
+def _sweep_table(
+    tracker: Tracker, parent: str, cells: Sequence[Cell], columns: Sequence[str] | None = None
+) -> pd.DataFrame | None:
+    """The sweep's table: one row per cell of ``cells`` (its newest FINISHED run, else its
+    newest run), read back from the parent's table."""
+    wanted = None if columns is None else list(dict.fromkeys(["cell_key", "status", *columns]))
+    table = tracker.table(parent).current(wanted)
+    if table is None:
+        return None
+    keys = {c.key for c in cells}
+    return table[table["cell_key"].isin(keys)].reset_index(drop=True)
 
 
 def _missing(value: Any) -> bool:
@@ -549,7 +539,8 @@ def print_summary(result: SweepResult, out: TextIO = sys.stdout) -> None:
 def _print_lead(result: SweepResult, out: TextIO) -> None:
     """Mean, sd and count of the family's lead metric per setting: every axis of the sweep
     but the seed, so no row pools two settings (e.g. two warm-up lengths)."""
-    lead, table = result.task.lead, result.table
+    lead = result.task.lead
+    table = None if lead is None or result.load_table is None else result.load_table([lead])
     if lead is None or table is None or lead not in table or "status" not in table:
         return
     finished = table[(table["status"] == "FINISHED") & table["cell_key"].isin(result.settings)]

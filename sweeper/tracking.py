@@ -3,15 +3,18 @@
 One MLflow experiment per exp; one parent run per sweep (tags ``sweep_key`` and
 ``role=sweep``) holding the experiment config (``config.yaml``, with the family's ``task``
 block), the summary (``summary.json`` and metrics cells/finished/failed/skipped/wall_s/
-cells_per_s) and, as ``cells.parquet``, one consolidated row per cell (columns cell_key,
+cells_per_s) and the sweep's table (:mod:`sweeper.table`: ``cells.parquet`` and, while it
+runs, parts under ``cells/``), one row per recorded cell run (columns cell_key,
 run_id, status, one per group of the family's ``task.groups``, seed, error, config (JSON),
 the summary metrics, ``curve_step`` and ``curve_<name>`` for each curve the family declares
 (downsampled), ``hp_<name>`` for each traced setting (downsampled at the same steps), node,
 wall_s and start_time) so reports never download a thousand artifacts; one child run per
 cell tagged ``cell_key``, its groups' option names, ``seed``, ``node`` (``<ip>/<Ray node
 id>``) and the code that made it (``sweeper.version``, ``mlflow.source.git.commit``), with
-the flattened cell config as params, the summary and each declared curve (by ``step``) as
-metrics, and the full curves and trace as ``cell.npz``. A FAILED cell is a FAILED run with
+the flattened cell config as params, the summary and each declared curve (by ``step``, at
+:data:`METRIC_POINTS` points) as metrics, and the full curves and trace as ``cell.npz``.
+The run's start is the cell's start and its end when the driver received the outcome, so
+MLflow's Duration is the cell's runtime. A FAILED cell is a FAILED run with
 ``traceback.txt`` and an ``error`` tag.
 
 Resume and reruns. A cell is done when its key has a FINISHED run in the experiment.
@@ -25,10 +28,12 @@ A run left RUNNING by a killed driver (cell or sweep) is set to KILLED (tag
 ``sweeper.reaped``) when a sweep next starts in the experiment: they are searched for by
 status, whatever the tables say (:meth:`Tracker.leftovers`).
 
-The resume index is lean (mlflow issue #2730: searching thousands of runs is slow): the
-parents' ``cells.parquet`` tables are the index, and each parent's tag ``table_until``
-(ms) says that every child run it started before then is in its table, so only the few
-runs logged after a parent's last table flush are searched for (by parent run id).
+The resume index is lean (mlflow issue #2730: searching thousands of runs is slow): a few
+columns of the parents' tables are the index, and each parent's tag ``table_until`` (ms)
+says that every child run that ENDED before then is in its table, so only the few runs
+that ended after a parent's last table part are searched for (by parent run id and
+``end_time``; runs recorded before this contract ended when they were logged, so it covers
+them too).
 """
 
 from __future__ import annotations
@@ -41,12 +46,13 @@ import socket
 import sqlite3
 import tempfile
 import time
+import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
+from urllib.parse import urlparse
 from urllib.request import urlopen
 
 import numpy as np
@@ -56,15 +62,20 @@ from mlflow.entities import Metric, Param, RunTag, ViewType
 from mlflow.exceptions import MlflowException
 from sqlalchemy.exc import SQLAlchemyError
 
+from sweeper.bulk import RunRecord
 from sweeper.cells import Cell, flatten
 from sweeper.errors import SweepError
 from sweeper.execute import Outcome
 from sweeper.lock import StoreBusy, pid_alive, prepare_sqlite_store, sqlite_path
 from sweeper.provenance import code_tags
+from sweeper.table import ArtifactIO, CellTable, local_artifact_dir
 from sweeper.task import GENERIC, Task
 
 CURVE_POINTS = 500
-CELLS_TABLE = "cells.parquet"
+METRIC_POINTS = 100
+"""Points of each curve logged as MLflow step metrics (its charts); the table keeps
+:data:`CURVE_POINTS` and ``cell.npz`` every round."""
+INDEX_COLUMNS = ["cell_key", "run_id", "status", "start_time"]
 CELL_ARTIFACT = "cell.npz"
 MAX_PARAM_LENGTH = 500
 PAGE = 10_000
@@ -210,12 +221,14 @@ def driver_alive(driver: str | None) -> bool | None:
 
 @dataclass
 class IndexEntry:
-    """The newest FINISHED run of a cell, and its table row when a table had it."""
+    """The newest FINISHED run of a cell, its (lean) table row when a table had it, and
+    the parent run whose table had it."""
 
     run_id: str
     start_time: int
     row: dict[str, Any] | None = None
     run: Any = None
+    parent: str | None = None
 
 
 @dataclass
@@ -253,9 +266,22 @@ def search_all(client: MlflowClient, experiment_id: str, filter_string: str = ""
 class Tracker:
     """The driver's MLflow writer and the resume index."""
 
-    def __init__(self, uri: str | None, experiment: str, task: Task = GENERIC) -> None:
+    def __init__(
+        self,
+        uri: str | None,
+        experiment: str,
+        task: Task = GENERIC,
+        artifacts_destination: str | None = None,
+    ) -> None:
+        """``artifacts_destination``: a tracking server's ``--artifacts-destination`` as
+        this machine sees it (``tracking.artifacts_destination``), so that artifacts are
+        written there directly instead of through the server."""
+        self.artifacts_destination = Path(artifacts_destination) if artifacts_destination else None
         # MLflow prints a "View run at <url>" line per run on an HTTP server: not per cell.
         os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
+        # A server that is away fails a call at once; the driver waits for it itself, saying
+        # so (sweeper/record.py), instead of MLflow's silent minutes of HTTP retries.
+        os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
         self.uri = resolve_uri(uri)
         check_store(self.uri)
         path = sqlite_path(self.uri)
@@ -263,6 +289,7 @@ class Tracker:
         self.client = MlflowClient(tracking_uri=self.uri)
         self.experiment_name = experiment
         self.task = task
+        self.metric_points = METRIC_POINTS
         self.driver = driver_id()
         found = self.client.get_experiment_by_name(experiment)
         if found is None:
@@ -303,17 +330,18 @@ class Tracker:
         index = ResumeIndex()
         for parent in parents:
             run_id = parent.info.run_id
-            table = self.read_cells_table(run_id)
+            table = self.read_cells_table(run_id, INDEX_COLUMNS)
             until = 0
             if table is not None:
                 index.tables += 1
                 until = int(parent.data.tags.get("table_until", 0)) - CLOCK_MARGIN_MS
-                for row in table.to_dict("records"):
+                for row in table.to_dict("records"):  # a few columns: the index is lean
                     if row.get("status") == "FINISHED" and row.get("run_id"):
                         start = int(number_or_none(row.get("start_time")) or 0)
-                        index.add(row["cell_key"], IndexEntry(row["run_id"], start, row=row))
+                        entry = IndexEntry(row["run_id"], start, row=row, parent=run_id)
+                        index.add(row["cell_key"], entry)
             delta = self.runs(
-                f"tags.`mlflow.parentRunId` = '{run_id}' and attributes.start_time >= {until}"
+                f"tags.`mlflow.parentRunId` = '{run_id}' and attributes.end_time >= {until}"
             )
             self._index_from_runs(delta, index)
         return index
@@ -482,39 +510,38 @@ class Tracker:
         except Exception:  # noqa: BLE001 - nothing more to do; the original error follows
             pass
 
-    def write_cells_table(self, run_id: str, table: pd.DataFrame, until: int | None = None) -> None:
-        """Replace the parent's ``cells.parquet``; then move its ``table_until`` mark.
+    def table(self, run_id: str) -> CellTable:
+        """The sweep table of parent run ``run_id`` (:mod:`sweeper.table`)."""
+        return CellTable(ArtifactIO(self.client, self._local_artifact_dir), run_id)
 
-        ``until`` (ms, default now): every cell run of this parent started before then is in
-        ``table`` (with runs still being logged, the start of the oldest of them).
-        """
+    def write_cells_table(
+        self, run_id: str, rows: pd.DataFrame | list[dict[str, Any]], until: int | None = None
+    ) -> None:
+        """Append ``rows`` to the parent's table as a part; then move its ``table_until``
+        mark: every cell run of this parent that ended before ``until`` (ms, default now)
+        is in the table."""
         until = now_ms() if until is None else int(until)
-        buffer = io.BytesIO()
-        table.to_parquet(buffer, index=False)
-        self._write_artifact(run_id, CELLS_TABLE, buffer.getvalue())
+        records = rows.to_dict("records") if isinstance(rows, pd.DataFrame) else list(rows)
+        self.table(run_id).append(records)
         self.client.set_tag(run_id, "table_until", str(until))
 
-    def read_cells_table(self, run_id: str) -> pd.DataFrame | None:
+    def read_cells_table(
+        self, run_id: str, columns: list[str] | None = None
+    ) -> pd.DataFrame | None:
+        """Every row of the parent's table (each run once), or None when it has none."""
         try:
-            local = self._local_artifact_dir(run_id)
-            if local is not None:
-                return pd.read_parquet(local / CELLS_TABLE)
-            with tempfile.TemporaryDirectory() as tmp:
-                path = self.client.download_artifacts(run_id, CELLS_TABLE, tmp)
-                return pd.read_parquet(path)
-        except Exception:  # absent, or truncated by a kill mid-write: the runs rebuild it
+            return self.table(run_id).read(columns)
+        except Exception:  # unreadable: the runs rebuild it
             return None
 
     # --- artifacts ------------------------------------------------------------------
     def _local_artifact_dir(self, run_id: str, artifact_uri: str | None = None) -> Path | None:
-        """The run's artifact directory when it is on this file system (a local store)."""
+        """The run's artifact directory when it is on this file system (a local store, or a
+        server's artifact destination given as ``artifacts_destination``)."""
         uri = artifact_uri or self.client.get_run(run_id).info.artifact_uri
-        parsed = urlparse(uri)
-        if parsed.scheme == "file":
-            return Path(unquote(parsed.path))
-        if parsed.scheme == "" and uri.startswith("/"):
-            return Path(uri)
-        return None
+        if self.artifacts_destination is not None and uri.startswith("mlflow-artifacts:"):
+            return self.artifacts_destination / urlparse(uri).path.lstrip("/")
+        return local_artifact_dir(uri)
 
     def _write_artifact(
         self, run_id: str, name: str, data: bytes, artifact_uri: str | None = None
@@ -534,20 +561,25 @@ class Tracker:
             self.client.log_artifact(run_id, str(path))
 
     # --- cell runs ------------------------------------------------------------------
-    def log_cell(
+    def record_of(
         self,
         cell: Cell,
         outcome: Outcome,
         parent_id: str | None,
         supersedes: Iterable[str] = (),
-    ) -> dict[str, Any]:
-        """Record one cell as a run; return its row for the consolidated table.
+        received_ms: int | None = None,
+    ) -> tuple[RunRecord, dict[str, Any]]:
+        """A cell's run (not yet written) and its row of the sweep's table.
 
-        Four tracking calls per cell: create the run (with its tags), one ``log_batch``
-        (params and metrics), the artifact (written in place on a local store), and the
-        final status. ``supersedes``: run ids of the cell's older FINISHED runs (a rerun),
-        tagged ``superseded_by`` once this one has FINISHED.
+        The run ends when the driver received the outcome (``received_ms``) and starts the
+        cell's ``wall_s`` before, so MLflow's Duration is the cell's runtime. The resume
+        index relies on the end: a run is written after its ``received_ms``, and the
+        table's ``table_until`` mark is only moved past runs that are in the table. Curves
+        are logged as step metrics at ``metric_points`` points (MLflow's charts); the table
+        keeps :data:`CURVE_POINTS`.
         """
+        received = now_ms() if received_ms is None else int(received_ms)
+        start = received - int(round(outcome.wall_s * 1000))
         tags = dict(cell.tags)
         tags["node"] = outcome.where
         if outcome.node_id:
@@ -558,20 +590,23 @@ class Tracker:
             tags["mlflow.parentRunId"] = parent_id
         if outcome.error:
             tags["error"] = outcome.error[:5000]
-        start = now_ms()
-        run = self.client.create_run(
-            self.experiment_id, start_time=start, run_name=cell.label, tags=tags
-        )
-        run_id = run.info.run_id
-
-        params = {k: _param_value(v) for k, v in flatten(cell.config).items()}
         result = outcome.result or {}
+        params = {k: _param_value(v) for k, v in flatten(cell.config).items()}
         params.update({k: _param_value(v) for k, v in result.get("params", {}).items()})
-        param_list = [Param(k, v) for k, v in params.items()]
-        metrics = [Metric("wall_s", outcome.wall_s, start, 0)]
+        record = RunRecord(
+            run_id=uuid.uuid4().hex,
+            name=cell.label,
+            status=outcome.status,
+            start_time=start,
+            end_time=received,
+            tags=tags,
+            params=params,
+            metrics=[("wall_s", float(outcome.wall_s), 0)],
+            supersedes=list(supersedes) if outcome.status == "FINISHED" else [],
+        )
         row: dict[str, Any] = {
             "cell_key": cell.key,
-            "run_id": run_id,
+            "run_id": record.run_id,
             "status": outcome.status,
             **{g: cell.tags.get(g) for g in cell.groups},
             "seed": cell.config.get("seed"),
@@ -582,36 +617,76 @@ class Tracker:
             "start_time": start,
         }
         if outcome.status == "FINISHED":
-            summary = result.get("summary", {})
-            metrics += [Metric(k, float(v), start, 0) for k, v in summary.items()]
-            row.update({k: float(v) for k, v in summary.items()})
+            summary = {k: float(v) for k, v in result.get("summary", {}).items()}
+            record.metrics += [(k, v, 0) for k, v in summary.items()]
+            row.update(summary)
             curves = result.get("curves") or {}
             for name in self.task.curves:
                 if name in curves:
-                    steps, values = downsample(np.asarray(curves[name]))
-                    metrics += [
-                        Metric(name, float(v), start, int(s))
-                        for s, v in zip(steps, values, strict=True)
-                    ]
+                    steps, values = downsample(np.asarray(curves[name]), self.metric_points)
+                    points = zip(values.tolist(), steps.tolist(), strict=True)
+                    record.metrics += [(name, v, step) for v, step in points]
             row.update(_curve_columns(result, self.task.curves))
-        param_chunks = [param_list[i : i + 100] for i in range(0, len(param_list), 100)]
+            if result.get("curves") or result.get("trace"):
+                record.artifacts[CELL_ARTIFACT] = _npz(result)
+        elif outcome.traceback:
+            record.artifacts["traceback.txt"] = outcome.traceback.encode()
+        return record, row
+
+    def log_record(self, record: RunRecord) -> None:
+        """Write one run through MLflow's API (a store the driver cannot write in batches):
+        create it with its tags, one ``log_batch`` per chunk of params and metrics, its
+        artifacts, its final status; then tag the runs it supersedes."""
+        run = self.client.create_run(
+            self.experiment_id, start_time=record.start_time, run_name=record.name,
+            tags=record.tags,
+        )  # fmt: skip
+        record.run_id = record.created = run.info.run_id
+        params = [Param(k, v) for k, v in record.params.items()]
+        end = record.end_time
+        metrics = [Metric(k, v, end, int(step)) for k, v, step in record.metrics]
+        param_chunks = [params[i : i + 100] for i in range(0, len(params), 100)]
         metric_chunks = [metrics[i : i + 900] for i in range(0, len(metrics), 900)]
         for i in range(max(len(param_chunks), len(metric_chunks))):
             self.client.log_batch(
-                run_id,
+                record.run_id,
                 params=param_chunks[i] if i < len(param_chunks) else [],
                 metrics=metric_chunks[i] if i < len(metric_chunks) else [],
             )
-        artifact_uri = run.info.artifact_uri
-        if outcome.status == "FINISHED":
-            if result.get("curves") or result.get("trace"):
-                self._write_artifact(run_id, CELL_ARTIFACT, _npz(result), artifact_uri)
-        elif outcome.traceback:
-            self._write_artifact(run_id, "traceback.txt", outcome.traceback.encode(), artifact_uri)
-        self.client.set_terminated(run_id, outcome.status)
-        if outcome.status == "FINISHED":
-            for old in supersedes:
-                self.client.set_tag(old, "superseded_by", run_id)
+        for name, data in record.artifacts.items():
+            self._write_artifact(record.run_id, name, data, run.info.artifact_uri)
+        self.client.set_terminated(record.run_id, record.status, end_time=record.end_time)
+        for old in record.supersedes:
+            self.client.set_tag(old, "superseded_by", record.run_id)
+
+    def settle_run(self, run_id: str) -> None:
+        """Set KILLED a run an interrupted write left RUNNING; best effort."""
+        try:
+            self.client.set_tag(run_id, "sweeper.reaped", "its logging was cut off")
+            self.client.set_terminated(run_id, "KILLED")
+        except Exception:  # noqa: BLE001 - the next start reaps it
+            pass
+
+    def write_run_artifact(self, run_id: str, artifact_uri: str, name: str, data: bytes) -> None:
+        """Artifact ``name`` of a run whose artifact directory is ``artifact_uri``."""
+        self._write_artifact(run_id, name, data, artifact_uri)
+
+    @property
+    def artifact_location(self) -> str:
+        """The experiment's artifact location (a run's is ``<it>/<run id>/artifacts``)."""
+        return self.client.get_experiment(self.experiment_id).artifact_location
+
+    def log_cell(
+        self,
+        cell: Cell,
+        outcome: Outcome,
+        parent_id: str | None,
+        supersedes: Iterable[str] = (),
+    ) -> dict[str, Any]:
+        """Record one cell through MLflow's API; return its table row."""
+        record, row = self.record_of(cell, outcome, parent_id, supersedes)
+        self.log_record(record)
+        row["run_id"] = record.run_id
         return row
 
     def row_from_run(self, cell: Cell, run: Any) -> dict[str, Any]:

@@ -61,3 +61,17 @@ def ray_address(ray_local) -> str:
     import ray
 
     return ray.get_runtime_context().gcs_address
+
+
+@pytest.fixture
+def replace_table():
+    """``replace_table(tracker, parent, rows)``: make a (local) sweep table hold exactly
+    ``rows``, as a driver killed before its last table part leaves it."""
+
+    def replace(tracker, parent: str, rows) -> None:
+        local = tracker._local_artifact_dir(parent)
+        (local / "cells.parquet").unlink(missing_ok=True)
+        shutil.rmtree(local / "cells", ignore_errors=True)
+        tracker.write_cells_table(parent, rows)
+
+    return replace

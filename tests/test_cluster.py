@@ -73,7 +73,9 @@ def test_cluster_yaml_is_a_valid_ray_cluster_config_that_installs_this_package()
     assert all(n["max_workers"] > 0 for n in workers)
     (checkout,) = [target for target, source in config["file_mounts"].items() if source == "."]
     assert any(f"cd {checkout}" in c and "pip install" in c for c in config["setup_commands"])
-    assert any("mlflow server" in c for c in config["head_start_ray_commands"])
+    # The tracking server on PostgreSQL, on the head where the driver writes into it.
+    assert any("sweeper.servers --postgres" in c for c in config["head_start_ray_commands"])
+    assert any("apt-get install" in c and "postgresql" in c for c in config["head_setup_commands"])
 
 
 def test_cluster_local_yaml_is_a_valid_on_premises_config_with_token_data_and_package():

@@ -32,6 +32,10 @@ from sweeper.tracking import Tracker, now_ms
 from tests.test_orchestration import _cell_runs, _overrides, _spawn, _statuses, _sweep
 from tests.test_orchestration_server import tracking_server  # noqa: F401 - a fixture
 
+API = ["tracking.direct_writes=false"]
+"""Runs through MLflow's API, one call at a time (a tracking server without its database):
+the faults below cut a run in the middle of its calls."""
+
 
 def _current(runs) -> Counter:
     """FINISHED runs per cell that no newer run supersedes."""
@@ -341,7 +345,7 @@ def test_a_run_cut_off_while_it_is_logged_is_settled_by_its_own_driver(
 ):
     """A second Ctrl-C lands between a cell run's creation and its metrics."""
     original = _break_third_cell(monkeypatch, KeyboardInterrupt())
-    overrides = _overrides(tracking_uri, "twice", "seeds=5", "launcher.name=local")
+    overrides = _overrides(tracking_uri, "twice", "seeds=5", "launcher.name=local", *API)
     result, _ = _sweep(composer, overrides)
     assert result.interrupted and result.exit_code == 130
     runs = _cell_runs(tracking_uri, "twice")
@@ -364,7 +368,7 @@ def test_a_double_ctrl_c_leaves_nothing_running(tmp_path, tracking_uri, ray_addr
         name,
         "seeds=12",
         "+toy.sleep_s=0.2",
-        "tracking.flush_every=2",
+        "tracking.batch_size=2",
         f"launcher.address={ray_address}",
     )
     from tests.test_orchestration import _wait_for_finished
@@ -393,7 +397,7 @@ def test_a_store_error_mid_sweep_stops_cleanly_with_exit_status_3(
 ):
     full = MlflowException("(sqlite3.OperationalError) database or disk is full")
     original = _break_third_cell(monkeypatch, full)
-    overrides = _overrides(tracking_uri, "full", "seeds=5", "launcher.name=local")
+    overrides = _overrides(tracking_uri, "full", "seeds=5", "launcher.name=local", *API)
     result, out = _sweep(composer, overrides)
     assert result.exit_code == 3 and not result.ok
     assert "database or disk is full" in result.store_error
@@ -444,12 +448,52 @@ def test_a_disk_that_fills_up_mid_sweep_ends_the_command_with_status_3(tmp_path)
     assert not _statuses(runs)["RUNNING"]
 
 
+def _break_second_batch(monkeypatch, error: BaseException):
+    """The second batch written straight into the database raises ``error`` (before its
+    transaction commits)."""
+    from sweeper.bulk import BulkWriter
+
+    original, calls = BulkWriter._rows, []
+
+    def broken(self, records):
+        calls.append(len(records))
+        if len(calls) == 2:
+            raise error
+        return original(self, records)
+
+    monkeypatch.setattr(BulkWriter, "_rows", broken)
+
+
+def test_a_batch_cut_off_by_a_store_error_or_a_second_ctrl_c_leaves_none_of_its_runs(
+    composer, tracking_uri, monkeypatch
+):
+    """A batch is one transaction: a store error (or a second Ctrl-C) while it is written
+    leaves all of its runs or none, and never a RUNNING one."""
+    overrides = _overrides(tracking_uri, "batch_cut", "seeds=5", "launcher.name=local",
+                           "tracking.batch_size=2")  # fmt: skip
+    full = MlflowException("(sqlite3.OperationalError) database or disk is full")
+    with monkeypatch.context() as patch:
+        _break_second_batch(patch, full)
+        result, out = _sweep(composer, overrides)
+    assert result.exit_code == 3 and "database or disk is full" in out
+    assert _statuses(_cell_runs(tracking_uri, "batch_cut")) == Counter({"FINISHED": 2})
+    with monkeypatch.context() as patch:
+        _break_second_batch(patch, KeyboardInterrupt())
+        result, _ = _sweep(composer, [*overrides, "seeds=7"])
+    assert result.interrupted and result.exit_code == 130
+    assert _statuses(_cell_runs(tracking_uri, "batch_cut")) == Counter({"FINISHED": 4})
+    again, _ = _sweep(composer, [*overrides, "seeds=7"])
+    assert again.ok and again.skipped == 4 and again.finished == 3
+    runs = _cell_runs(tracking_uri, "batch_cut")
+    assert set(_current(runs).values()) == {1} and len(_current(runs)) == 7
+
+
 # --- 6. an interrupted rerun=true ---------------------------------------------------------
 
 
 def test_an_interrupted_rerun_leaves_one_current_run_per_cell(composer, tracking_uri, monkeypatch):
     name = "rerun_cut"
-    overrides = _overrides(tracking_uri, name, "seeds=3", "launcher.name=local")
+    overrides = _overrides(tracking_uri, name, "seeds=3", "launcher.name=local", *API)
     first, _ = _sweep(composer, overrides)
     original = MlflowClient.set_tag
 

@@ -178,7 +178,7 @@ def test_parallel_logging_records_every_cell_and_keeps_the_table_consistent(
         "seeds=12",
         "+toy.fail_seeds=[3]",
         "tracking.log_threads=3",
-        "tracking.flush_every=2",
+        "tracking.batch_size=2",
     )
     result, _ = _sweep(composer, overrides)
     assert result.finished == 11 and [f.label[-5:] for f in result.failed] == ["seed3"]
@@ -189,32 +189,29 @@ def test_parallel_logging_records_every_cell_and_keeps_the_table_consistent(
     assert len(index.finished) == 11 and index.searched_runs == 0
 
 
-def test_the_table_mark_waits_for_the_cells_still_being_logged():
-    import threading
+def test_runs_whose_table_part_was_never_written_are_found_by_the_next_start(
+    composer, tracking_uri, monkeypatch
+):
+    """The runs of a batch are committed before its table part: a store that fails in
+    between must not hide them (the table's mark is only moved past runs in the table)."""
+    name = "mark"
+    overrides = _overrides(tracking_uri, name, "seeds=4", "launcher.name=local")
 
-    from sweeper.cells import Cell
-    from sweeper.execute import Outcome
-    from sweeper.sweep import _CellLogger
-    from sweeper.tracking import now_ms
+    def full_disk(self, run_id, rows, until=None):
+        raise OSError(28, "No space left on device")
 
-    release = threading.Event()
+    with monkeypatch.context() as patch:
+        patch.setattr(Tracker, "write_cells_table", full_disk)
+        first, out = _sweep(composer, overrides)
+    assert first.store_error and "No space left" in first.store_error
+    runs = _cell_runs(tracking_uri, name)
+    assert _statuses(runs) == Counter({"FINISHED": 4})  # recorded, but in no table
 
-    class SlowTracker:
-        def log_cell(self, cell, outcome, parent, supersedes):
-            release.wait(10)
-            return {"cell_key": cell.key, "run_id": "r", "status": outcome.status}
-
-    logger = _CellLogger(SlowTracker(), "parent", threads=2)
-    cell = Cell({"cell": "sweeper.toy.toy_cell", "seed": 0})
-    before = now_ms()
-    assert logger.submit(cell, Outcome("FINISHED"), []) == []  # handed over, not yet logged
-    time.sleep(0.05)
-    assert before <= logger.until() < now_ms() - 40  # the table may not claim that run yet
-    release.set()
-    (logged,) = logger.collect(everything=True)
-    assert logged[0] is cell and logged[2]["run_id"] == "r"
-    assert logger.until() >= now_ms() - 5
-    logger.close()
+    second, out = _sweep(composer, overrides)
+    assert second.ok and second.skipped == 4 and second.finished == 0
+    assert second.rebuilt_rows == 4 and "4 table row(s) rebuilt" in out
+    assert set(second.table["run_id"]) == {r.info.run_id for r in runs}
+    _assert_one_finished_run_per_cell(_cell_runs(tracking_uri, name), 4)
 
 
 # --- resume ---------------------------------------------------------------------------
@@ -229,7 +226,7 @@ def test_a_sweep_killed_with_sigkill_resumes_without_duplicates(
         name,
         "seeds=10",
         "+toy.sleep_s=0.4",
-        "tracking.flush_every=2",
+        "tracking.batch_size=2",
         f"launcher.address={ray_address}",
     )
     proc = _spawn(args, tmp_path)
@@ -286,7 +283,7 @@ def test_ctrl_c_cancels_what_is_in_flight_keeps_the_rest_and_says_how_to_resume(
 
 
 def test_running_leftovers_are_reaped_and_missing_table_rows_rebuilt(
-    composer, tracking_uri, ray_local
+    composer, tracking_uri, ray_local, replace_table
 ):
     name = "leftovers"
     overrides = _overrides(tracking_uri, name, "seeds=6")
@@ -297,7 +294,7 @@ def test_running_leftovers_are_reaped_and_missing_table_rows_rebuilt(
     # As if the driver had been killed: the last 3 cells never reached the table, and one
     # cell's run was cut off while being logged (RUNNING, its driver gone).
     table = first.table.sort_values("start_time")
-    tracker.write_cells_table(parent, table.iloc[:3])
+    replace_table(tracker, parent, table.iloc[:3])
     tracker.client.set_tag(parent, "table_until", str(int(table["start_time"].iloc[3]) - 10_000))
     orphan = tracker.client.create_run(
         tracker.experiment_id,
@@ -362,11 +359,12 @@ def test_the_resume_index_reads_tables_and_searches_only_runs_after_the_last_flu
 def test_rerun_recomputes_and_supersedes_the_old_runs(composer, tracking_uri, ray_local):
     name = "rerun"
     first, _ = _sweep(composer, _overrides(tracking_uri, name, "seeds=3"))
+    first_ids = set(first.table["run_id"])  # the table is read from the store when asked
     second, out = _sweep(composer, _overrides(tracking_uri, name, "seeds=3", "rerun=true"))
     assert second.finished == 3 and second.skipped == 0 and "recomputing" in out
     runs = _cell_runs(tracking_uri, name)
     assert _statuses(runs) == Counter({"FINISHED": 6})
-    old = {r.info.run_id: r for r in runs if r.info.run_id in set(first.table["run_id"])}
+    old = {r.info.run_id: r for r in runs if r.info.run_id in first_ids}
     new_ids = set(second.table["run_id"])
     assert len(old) == 3 and not new_ids & set(old)
     assert {r.data.tags.get("superseded_by") for r in old.values()} == new_ids

@@ -34,7 +34,7 @@ def test_a_sweep_logs_to_a_tracking_server_in_parallel_and_resumes(
         "+toy.fail_seeds=[4]",
         "experiment.name=server",
         f"tracking.uri={tracking_server}",
-        "tracking.flush_every=3",
+        "tracking.batch_size=3",
     ]
     out = io.StringIO()
     first = run_sweep(composer(overrides), composer, overrides, out=out)

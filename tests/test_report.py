@@ -185,7 +185,7 @@ def test_sweeps_are_combined_and_the_newest_run_of_a_cell_counts(uri, tmp_path):
     assert any("ignored" in note for note in report.notes)
 
 
-def test_cells_missing_from_the_tables_are_read_from_their_runs(uri, tmp_path):
+def test_cells_missing_from_the_tables_are_read_from_their_runs(uri, tmp_path, replace_table):
     client = MlflowClient(uri)
     experiment = client.get_experiment_by_name("rep_missing")
     parents = client.search_runs([experiment.experiment_id], "tags.role = 'sweep'")
@@ -195,7 +195,7 @@ def test_cells_missing_from_the_tables_are_read_from_their_runs(uri, tmp_path):
     dropped = table.iloc[0]
     # As a driver killed between logging the run and flushing its table leaves it: the
     # table lacks the run, and its last flush (tag table_until) came before the run.
-    tracker.write_cells_table(parent, table.iloc[1:])
+    replace_table(tracker, parent, table.iloc[1:])
     client.set_tag(parent, "table_until", str(int(dropped.start_time) - 1))
 
     report = build_report("rep_missing", tmp_path, uri)
@@ -206,7 +206,7 @@ def test_cells_missing_from_the_tables_are_read_from_their_runs(uri, tmp_path):
     assert np.isclose(np.asarray(row.curve_regret)[-1], row.final_regret)
     assert len(row.curve_step) == 100
     assert any("read from their runs" in note for note in report.notes)
-    tracker.write_cells_table(parent, table)
+    replace_table(tracker, parent, table)
 
 
 def test_every_figure_is_a_non_empty_png_linked_from_the_page(uri, tmp_path):

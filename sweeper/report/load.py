@@ -27,8 +27,9 @@ from mlflow import MlflowClient
 
 from sweeper.errors import SweepError
 from sweeper.grid import CONF_DIR
+from sweeper.table import CELLS_TABLE, CellTable, run_artifacts
 from sweeper.task import Task, task_of_config
-from sweeper.tracking import CELLS_TABLE, check_store, number_or_none, search_all
+from sweeper.tracking import check_store, number_or_none, search_all
 
 MAX_INDEX_PARENTS = 16
 """Past this many sweeps in one experiment, one search of all cell runs replaces the
@@ -127,7 +128,7 @@ def load_experiment(name: str, uri: str, conf_dir: Path = CONF_DIR) -> Loaded:
             config = _download_yaml(client, run_id, "config.yaml", Path(tmp) / f"{index}")
             if config is not None:
                 configs.append(config)
-            table = _download_table(client, run_id, Path(tmp) / f"{index}")
+            table = _download_table(client, run_id)
             until = 0
             if table is None:
                 notes.append(f"sweep run {run_id} has no {CELLS_TABLE}; its cells come from runs")
@@ -141,7 +142,7 @@ def load_experiment(name: str, uri: str, conf_dir: Path = CONF_DIR) -> Loaded:
                 delta = search_all(
                     client,
                     experiment_id,
-                    f"tags.`mlflow.parentRunId` = '{run_id}' and attributes.start_time >= "
+                    f"tags.`mlflow.parentRunId` = '{run_id}' and attributes.end_time >= "
                     f"{max(until, 0)}",
                 )
                 for run in delta:
@@ -272,10 +273,10 @@ def _download_yaml(client: MlflowClient, run_id: str, path: str, into: Path) -> 
         return None
 
 
-def _download_table(client: MlflowClient, run_id: str, into: Path) -> pd.DataFrame | None:
+def _download_table(client: MlflowClient, run_id: str) -> pd.DataFrame | None:
+    """The sweep's table (its consolidated file and parts: sweeper/table.py), or None."""
     try:
-        into.mkdir(parents=True, exist_ok=True)
-        return pd.read_parquet(client.download_artifacts(run_id, CELLS_TABLE, str(into)))
+        return CellTable(run_artifacts(client), run_id).read()
     except Exception:
         return None
 

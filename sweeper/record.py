@@ -1,0 +1,247 @@
+"""Recording finished cells in batches, with patience for a store that is briefly away.
+
+The driver hands each finished cell to a :class:`Recorder`, which writes them a batch at a
+time (``tracking.batch_size`` cells, or whatever has arrived after ``tracking.batch_s``
+seconds): the batch's runs, then its rows as a part of the sweep's table
+(:mod:`sweeper.table`), then the table's ``table_until`` mark. Runs go in one transaction
+straight into the store's database when the driver can reach it (:mod:`sweeper.bulk`),
+else through MLflow's API (``tracking.log_threads`` in parallel for a tracking server).
+
+A store that stops answering (a tracking server or its database restarted) is waited for:
+each write is retried with a backoff doubling from 1 s to 30 s, said on the progress line,
+for up to ``tracking.patience_s`` seconds; past that the sweep stops cleanly
+(:class:`~sweeper.tracking.StoreFailed`, exit status 3, the resume command printed). Only
+errors that a restart explains are waited for (a refused or dropped connection, a busy
+database); a full disk or a bad schema stops the sweep at once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from omegaconf import DictConfig
+
+from sweeper.bulk import BulkWriter, RunRecord, database_of
+from sweeper.cells import Cell
+from sweeper.errors import SweepError
+from sweeper.execute import Outcome
+from sweeper.progress import Progress
+from sweeper.tracking import STORE_ERRORS, StoreFailed, Tracker, now_ms
+
+T = TypeVar("T")
+BACKOFF_S = (1.0, 30.0)
+TRANSIENT = (
+    "connection refused",
+    "could not connect",
+    "connection reset",
+    "server closed the connection",
+    "terminating connection",
+    "connection is closed",
+    "connection not open",
+    "max retries exceeded",
+    "remotedisconnected",
+    "connection aborted",
+    "database is locked",
+    "the database system is starting up",
+    "the database system is shutting down",
+    "502",
+    "503",
+    "504",
+)
+"""Words of the errors a restarting server or database gives (waited for)."""
+
+
+def transient(err: BaseException) -> bool:
+    """True for an error a store restart explains (see :data:`TRANSIENT`)."""
+    text = f"{type(err).__name__}: {err}".lower()
+    return any(word in text for word in TRANSIENT)
+
+
+@dataclass
+class Batching:
+    """How cells are recorded (the ``tracking`` settings)."""
+
+    database: str | None  # the SQL database runs are written into; None: MLflow's API
+    batch_size: int = 200
+    batch_s: float = 1.0
+    log_threads: int = 1
+    patience_s: float = 300.0
+
+    @classmethod
+    def of(cls, cfg: DictConfig, tracker: Tracker) -> Batching:
+        tracking = cfg.tracking
+        threads = tracking.get("log_threads")
+        if threads is None:
+            threads = 4 if tracker.remote else 1
+        values = {
+            "batch_size": _positive(tracking.get("batch_size", 200), "tracking.batch_size", int),
+            "batch_s": _positive(tracking.get("batch_s", 1.0), "tracking.batch_s", float),
+            "log_threads": _positive(threads, "tracking.log_threads", int),
+            "patience_s": _positive(tracking.get("patience_s", 300), "tracking.patience_s", float),
+        }
+        direct = tracking.get("direct_writes", True)
+        database = database_of(tracker.uri, tracking.get("database")) if direct else None
+        return cls(database, **values)
+
+
+def _positive(value: Any, key: str, kind: type) -> Any:
+    try:
+        number = kind(value)
+    except (TypeError, ValueError):
+        number = 0
+    if number <= 0 or (kind is int and number != float(value)):
+        raise SweepError(f"{key} must be a positive {kind.__name__}, got {value!r}")
+    return number
+
+
+class Recorder:
+    """Records finished cells in batches (see the module docstring).
+
+    Parameters
+    ----------
+    tracker : Tracker
+    parent : str
+        The sweep's parent run id.
+    batching : Batching
+    progress : Progress
+        Where waiting for the store is said.
+    """
+
+    def __init__(self, tracker: Tracker, parent: str, batching: Batching, progress: Progress):
+        self.tracker, self.parent, self.batching, self.progress = (
+            tracker, parent, batching, progress,
+        )  # fmt: skip
+        self.writer = None
+        if batching.database is not None:
+            self.writer = BulkWriter(
+                batching.database, tracker.experiment_id, tracker.artifact_location
+            )
+        threads = batching.log_threads
+        self.pool = ThreadPoolExecutor(threads, "sweeper-log") if threads > 1 else None
+        self.batch: list[tuple[Cell, Outcome, list[str], int]] = []
+        self.opened = 0.0
+        self.cut: list[tuple[Cell, Outcome, dict[str, Any]]] = []
+        self.stop: Any = None  # the driver's stop request: a Ctrl-C ends a wait for the store
+
+    def add(self, cell: Cell, outcome: Outcome, supersedes: list[str]) -> None:
+        if not self.batch:
+            self.opened = time.monotonic()
+        self.batch.append((cell, outcome, supersedes, now_ms()))
+
+    def due(self) -> bool:
+        """A full batch, or one open for ``batch_s`` seconds."""
+        if not self.batch:
+            return False
+        full = len(self.batch) >= self.batching.batch_size
+        return full or time.monotonic() - self.opened >= self.batching.batch_s
+
+    def flush(self) -> list[tuple[Cell, Outcome, dict[str, Any]]]:
+        """Write the batch (runs, then its table part, then the mark); return its cells
+        with their rows. When the store fails (or a second Ctrl-C lands) part way, the
+        cells whose runs were written are kept in :attr:`cut` (their rows are rebuilt by
+        the next start)."""
+        if not self.batch:
+            return []
+        batch, self.batch = self.batch, []
+        made = [
+            self.tracker.record_of(cell, outcome, self.parent, supersedes, received)
+            for cell, outcome, supersedes, received in batch
+        ]
+        logged = [(c, o, row) for (c, o, _, _), (_, row) in zip(batch, made, strict=True)]
+        try:
+            self._patiently("recording a batch of cells", lambda: self._write([r for r, _ in made]))
+        except BaseException:
+            self.cut = [x for x, (record, _) in zip(logged, made, strict=True) if record.written]
+            raise
+        finally:
+            for record, row in made:
+                row["run_id"] = record.run_id
+        rows = [row for _, _, row in logged]
+        try:
+            self._patiently(
+                "writing the sweep's table",
+                lambda: self.tracker.write_cells_table(self.parent, rows),
+            )
+        except BaseException:
+            self.cut = logged
+            raise
+        return logged
+
+    def take_cut(self) -> list[tuple[Cell, Outcome, dict[str, Any]]]:
+        """The cells recorded by a batch that failed part way (once)."""
+        cut, self.cut = self.cut, []
+        return cut
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True)
+        if self.writer is not None:
+            self.writer.close()
+
+    # --- internals ------------------------------------------------------------------
+    def _write(self, records: list[RunRecord]) -> None:
+        if self.writer is not None:
+            # Local artifacts first (a run is never without its files), remote ones once
+            # their run exists (MLflow's client finds where to upload from the run).
+            later = []
+            for record in records:
+                uri = self.writer.artifact_uri(record.run_id)
+                local = self.tracker._local_artifact_dir(record.run_id, uri)
+                for name, data in record.artifacts.items():
+                    if local is None:
+                        later.append((record.run_id, uri, name, data))
+                    else:
+                        self.tracker.write_run_artifact(record.run_id, uri, name, data)
+            self.writer.write(records)
+            for artifact in later:
+                self.tracker.write_run_artifact(*artifact)
+            return
+        todo = [r for r in records if not r.written]
+        if self.pool is None:
+            for record in todo:
+                self._log(record)
+        else:
+            for future in [self.pool.submit(self._log, r) for r in todo]:
+                future.result()
+
+    def _log(self, record: RunRecord) -> None:
+        """One run through MLflow's API; a run a failed attempt left behind is KILLED."""
+        if record.created:
+            self.tracker.settle_run(record.created)
+        self.tracker.log_record(record)
+        record.written = True
+
+    def _patiently(self, what: str, action: Callable[[], T]) -> T:
+        return patiently(what, action, self.batching.patience_s, self.progress, self.stop)
+
+
+def patiently(
+    what: str, action: Callable[[], T], patience_s: float, progress: Progress, stop: Any = None
+) -> T:
+    """``action()``, retried with a doubling backoff while the store is away (a transient
+    error), for up to ``patience_s`` seconds, saying so on the progress line; then
+    :class:`StoreFailed`. A Ctrl-C (``stop.requested``) ends the wait."""
+    started, delay = time.monotonic(), BACKOFF_S[0]
+    while True:
+        try:
+            return action()
+        except STORE_ERRORS as err:
+            waited = time.monotonic() - started
+            reason = " ".join(str(err).split())[:200]
+            if not transient(err) or waited + delay > patience_s:
+                extra = f" (waited {waited:.0f} s: tracking.patience_s)" if waited else ""
+                raise StoreFailed(f"{what}: {type(err).__name__}: {reason}{extra}") from err
+            progress.message(
+                f"the MLflow store does not answer ({reason[:120]}); retrying in {delay:.0f} s "
+                f"(waited {waited:.0f} s of tracking.patience_s={patience_s:.0f})"
+            )
+            deadline = time.monotonic() + delay
+            while time.monotonic() < deadline:
+                if stop is not None and stop.requested:
+                    raise KeyboardInterrupt from err
+                time.sleep(0.1)
+            delay = min(2 * delay, BACKOFF_S[1])

@@ -1,0 +1,275 @@
+"""The sweep's table of cells: appended in parts, consolidated when the sweep ends.
+
+A parent run (``role=sweep``) holds one row per recorded cell run (the columns:
+:mod:`sweeper.tracking`). The driver never keeps the rows: each batch of recorded cells is
+written as a new part ``cells/part-NNNNNN.parquet``, and when the sweep ends (and when it
+is started again) the parts are streamed into the consolidated ``cells.parquet``, one part
+in memory at a time. The consolidated file records in its schema metadata the last part it
+holds (``parts_through``), so a kill between writing it and deleting the parts loses and
+duplicates nothing: readers skip the parts it holds, and rows are kept once per run id.
+
+So the driver's memory does not grow with the sweep, a resume reads a few columns of one
+file, and every part write is a few rows.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tempfile
+from collections.abc import Iterable, Sequence
+from contextlib import suppress
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+CELLS_TABLE = "cells.parquet"
+PARTS = "cells"
+PART = re.compile(r"part-(\d{6})\.parquet$")
+THROUGH = b"sweeper.parts_through"
+
+
+def local_artifact_dir(artifact_uri: str) -> Path | None:
+    """The directory of a ``file:`` (or plain path) artifact URI; None for a remote one."""
+    parsed = urlparse(artifact_uri)
+    if parsed.scheme == "file":
+        return Path(unquote(parsed.path))
+    if parsed.scheme == "" and artifact_uri.startswith("/"):
+        return Path(artifact_uri)
+    return None
+
+
+def run_artifacts(client: Any) -> ArtifactIO:
+    """An :class:`ArtifactIO` that finds each run's artifact directory from the run."""
+    return ArtifactIO(
+        client, lambda run_id: local_artifact_dir(client.get_run(run_id).info.artifact_uri)
+    )
+
+
+class ArtifactIO:
+    """Read, write, list and delete a run's artifacts: straight on a local file system (a
+    local store, or a server's artifact directory this machine sees), else through MLflow.
+
+    Parameters
+    ----------
+    client : mlflow.MlflowClient
+    local_dir : callable
+        ``local_dir(run_id) -> Path | None``: the run's artifact directory when it is local.
+    """
+
+    def __init__(self, client: Any, local_dir: Any) -> None:
+        self.client, self.local_dir = client, local_dir
+
+    def write(self, run_id: str, path: str, data: bytes) -> None:
+        """Write ``data`` as artifact ``path`` (atomically, by rename, when local)."""
+        local = self.local_dir(run_id)
+        if local is not None:
+            target = local / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            partial = target.with_name(f".{target.name}.partial")
+            partial.write_bytes(data)
+            partial.replace(target)
+            return
+        folder, _, name = path.rpartition("/")
+        with tempfile.TemporaryDirectory() as tmp:
+            file = Path(tmp) / name
+            file.write_bytes(data)
+            self.client.log_artifact(run_id, str(file), folder or None)
+
+    def fetch(self, run_id: str, path: str, into: Path) -> Path | None:
+        """A local path to artifact ``path``: itself when local, else downloaded into
+        ``into``; None when it is absent."""
+        local = self.local_dir(run_id)
+        if local is not None:
+            return local / path if (local / path).is_file() else None
+        try:
+            return Path(self.client.download_artifacts(run_id, path, str(into)))
+        except Exception:  # absent
+            return None
+
+    def put(self, run_id: str, path: str, file: Path) -> None:
+        """Move the local ``file`` into place as artifact ``path`` (atomically when local)."""
+        local = self.local_dir(run_id)
+        if local is not None:
+            (local / path).parent.mkdir(parents=True, exist_ok=True)
+            Path(file).replace(local / path)
+            return
+        folder, _, name = path.rpartition("/")
+        upload = Path(file).with_name(name)
+        Path(file).replace(upload)
+        self.client.log_artifact(run_id, str(upload), folder or None)
+
+    def names(self, run_id: str, folder: str) -> list[str]:
+        local = self.local_dir(run_id)
+        if local is not None:
+            directory = local / folder
+            return sorted(p.name for p in directory.iterdir()) if directory.is_dir() else []
+        try:
+            return sorted(Path(f.path).name for f in self.client.list_artifacts(run_id, folder))
+        except Exception:
+            return []
+
+    def delete(self, run_id: str, paths: Iterable[str]) -> None:
+        """Delete local artifacts; on a remote artifact store they stay (readers skip them)."""
+        local = self.local_dir(run_id)
+        if local is not None:
+            for path in paths:
+                (local / path).unlink(missing_ok=True)
+                with suppress(OSError):  # a folder left empty goes too
+                    (local / path).parent.rmdir()
+
+
+class CellTable:
+    """The table of one sweep's parent run ``run_id`` (see the module docstring)."""
+
+    def __init__(self, io_: ArtifactIO, run_id: str) -> None:
+        self.io, self.run_id = io_, run_id
+        self._next: int | None = None
+
+    # --- writing --------------------------------------------------------------------
+    def append(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Write ``rows`` as the next part (nothing for no rows)."""
+        if not rows:
+            return
+        if self._next is None:
+            with tempfile.TemporaryDirectory() as tmp:
+                self._next = max(self._part_numbers(), default=self._through(Path(tmp))) + 1
+        buffer = io.BytesIO()
+        pd.DataFrame(list(rows)).to_parquet(buffer, index=False)
+        self.io.write(self.run_id, _part(self._next), buffer.getvalue())
+        self._next += 1
+
+    def consolidate(self) -> None:
+        """Stream the consolidated file and the parts into a new consolidated file (one
+        record batch in memory at a time, each run id once), then delete the parts it
+        holds."""
+        with tempfile.TemporaryDirectory() as tmp:
+            through = self._through(Path(tmp))
+            numbers = [n for n in self._part_numbers() if n > through]
+            if not numbers:
+                return
+            files = [self._fetch(CELLS_TABLE, tmp), *(self._fetch(_part(n), tmp) for n in numbers)]
+            sources = [f for f in (_open(p) for p in files if p is not None) if f is not None]
+            schema = pa.unify_schemas(
+                [f.schema_arrow for f in sources], promote_options="permissive"
+            ).remove_metadata()
+            local = self.io.local_dir(self.run_id)
+            target = Path(
+                tempfile.mkstemp(dir=local or tmp, prefix=".cells.", suffix=".partial")[1]
+            )
+            last = _last_positions(sources)
+            meta = schema.with_metadata({THROUGH: str(numbers[-1]).encode()})
+            with pq.ParquetWriter(target, meta) as writer:
+                for i, source in enumerate(sources):
+                    offset = 0
+                    for batch in source.iter_batches():
+                        part = _conform(pa.Table.from_batches([batch]), schema)
+                        part = _newest(part, i, offset, last)
+                        offset += batch.num_rows
+                        if part.num_rows:
+                            writer.write_table(part)
+            self.io.put(self.run_id, CELLS_TABLE, target)
+        self.io.delete(self.run_id, [_part(n) for n in numbers])
+        self._next = numbers[-1] + 1
+
+    # --- reading --------------------------------------------------------------------
+    def read(self, columns: Sequence[str] | None = None) -> pd.DataFrame | None:
+        """Every row (consolidated, then the parts in order), each run id once (its last
+        row: a cell re-keyed by sweeper/migrate.py gets a new row for the same run); None
+        when the sweep has no table (a part truncated by a kill is skipped)."""
+        with tempfile.TemporaryDirectory() as tmp:
+            through = self._through(Path(tmp))
+            files = [self._fetch(CELLS_TABLE, tmp)]
+            files += [self._fetch(_part(n), tmp) for n in self._part_numbers() if n > through]
+            frames = [_frame(p, columns) for p in files if p is not None]
+        frames = [f for f in frames if f is not None]
+        if not frames:
+            return None
+        table = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+        if "run_id" in table:
+            table = table.drop_duplicates("run_id", keep="last").reset_index(drop=True)
+        return table
+
+    def current(self, columns: Sequence[str] | None = None) -> pd.DataFrame | None:
+        """One row per cell: its newest FINISHED row, else its newest row."""
+        table = self.read(columns)
+        if table is None or not len(table):
+            return table
+        finished = (table["status"] == "FINISHED").astype(int)
+        order = table.assign(_finished=finished, _order=range(len(table)))
+        order = order.sort_values(["_finished", "_order"]).drop_duplicates("cell_key", keep="last")
+        order = order.sort_values("_order").drop(columns=["_finished", "_order"])
+        return order.reset_index(drop=True)
+
+    # --- internals ------------------------------------------------------------------
+    def _part_numbers(self) -> list[int]:
+        found = (PART.search(name) for name in self.io.names(self.run_id, PARTS))
+        return sorted(int(m.group(1)) for m in found if m)
+
+    def _fetch(self, path: str, tmp: str | Path) -> Path | None:
+        into = Path(tmp) / path.replace("/", "_")
+        return self.io.fetch(self.run_id, path, into)
+
+    def _through(self, tmp: Path) -> int:
+        """The last part the consolidated file holds (0: none, or no consolidated file)."""
+        path = self._fetch(CELLS_TABLE, tmp)
+        if path is None:
+            return 0
+        try:
+            metadata = pq.read_schema(path).metadata or {}
+        except Exception:
+            return 0
+        return int(metadata.get(THROUGH, b"0"))
+
+
+def _part(number: int) -> str:
+    return f"{PARTS}/part-{number:06d}.parquet"
+
+
+def _open(path: Path) -> pq.ParquetFile | None:
+    try:
+        return pq.ParquetFile(path)
+    except Exception:  # truncated by a kill mid-write: its runs are found by the index
+        return None
+
+
+def _frame(path: Path, columns: Sequence[str] | None) -> pd.DataFrame | None:
+    file = _open(path)
+    if file is None:
+        return None
+    wanted = None if columns is None else [c for c in columns if c in file.schema_arrow.names]
+    return file.read(columns=wanted).to_pandas()
+
+
+def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` with ``schema``'s columns in its order (missing ones null), cast to it."""
+    n = table.num_rows
+    columns = [
+        table.column(f.name).cast(f.type) if f.name in table.column_names else pa.nulls(n, f.type)
+        for f in schema
+    ]
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _last_positions(sources: Sequence[pq.ParquetFile]) -> dict[str, tuple[int, int]]:
+    """run id -> (source, row) of its last row: the row a consolidation keeps."""
+    last: dict[str, tuple[int, int]] = {}
+    for i, source in enumerate(sources):
+        if "run_id" not in source.schema_arrow.names:
+            continue
+        ids = source.read(columns=["run_id"]).column("run_id").to_pylist()
+        last.update({run_id: (i, j) for j, run_id in enumerate(ids)})
+    return last
+
+
+def _newest(table: pa.Table, source: int, offset: int, last: dict) -> pa.Table:
+    """The rows of ``table`` (rows ``offset...`` of ``source``) that are their run's last."""
+    if "run_id" not in table.column_names:
+        return table
+    ids = table.column("run_id").to_pylist()
+    keep = [last.get(run_id) == (source, offset + j) for j, run_id in enumerate(ids)]
+    return table.filter(pa.array(keep))

@@ -1,0 +1,73 @@
+"""The sweep's table in parts (sweeper/table.py): appended, read, consolidated, and safe
+against a kill between consolidating and deleting the parts."""
+
+from __future__ import annotations
+
+import pyarrow.parquet as pq
+
+from sweeper.table import ArtifactIO, CellTable
+
+
+def _table(tmp_path) -> CellTable:
+    return CellTable(ArtifactIO(None, lambda run_id: tmp_path / run_id), "parent")
+
+
+def _row(key: str, run: str, status: str = "FINISHED", **values):
+    return {"cell_key": key, "run_id": run, "status": status, **values}
+
+
+def test_parts_read_back_in_order_and_the_current_row_prefers_a_finished_run(tmp_path):
+    table = _table(tmp_path)
+    table.append([_row("a", "r1", "FAILED", error="boom")])
+    table.append([_row("a", "r2", final=3.0, curve_value=[1.0, 3.0]), _row("b", "r3", final=1)])
+    table.append([_row("b", "r4", "FAILED", error="later")])  # a failed retry hides nothing
+    rows = table.read()
+    assert list(rows["run_id"]) == ["r1", "r2", "r3", "r4"]
+    current = table.current().set_index("cell_key")
+    assert current.loc["a", "run_id"] == "r2" and list(current.loc["a", "curve_value"]) == [1, 3]
+    assert current.loc["b", "run_id"] == "r3" and current.loc["b", "final"] == 1.0
+
+
+def test_consolidating_streams_the_parts_into_one_file_and_deletes_them(tmp_path):
+    table = _table(tmp_path)
+    for i in range(5):
+        table.append([_row(f"c{i}", f"r{i}", final=float(i))])
+    before = table.read()
+    table.consolidate()
+    files = sorted(p.relative_to(tmp_path / "parent").as_posix() for p in tmp_path.rglob("*.*"))
+    assert files == ["cells.parquet"]
+    metadata = pq.read_schema(tmp_path / "parent" / "cells.parquet").metadata
+    assert metadata[b"sweeper.parts_through"] == b"5"
+    assert table.read().equals(before)
+    table.append([_row("c5", "r5", final=5.0)])  # numbering goes on after the consolidated
+    assert (tmp_path / "parent" / "cells" / "part-000006.parquet").exists()
+    assert list(CellTable(table.io, "parent").read()["run_id"]) == [f"r{i}" for i in range(6)]
+
+
+def test_a_kill_between_consolidating_and_deleting_duplicates_nothing(tmp_path):
+    table = _table(tmp_path)
+    table.append([_row("a", "r1")])
+    table.append([_row("b", "r2")])
+    table.io.delete = lambda run_id, paths: None  # killed before the parts were deleted
+    table.consolidate()
+    assert len(list((tmp_path / "parent" / "cells").iterdir())) == 2
+    assert list(_table(tmp_path).read()["run_id"]) == ["r1", "r2"]
+
+
+def test_a_run_given_a_new_row_keeps_only_its_last_one(tmp_path):
+    """A cell re-keyed (sweeper/migrate.py) gets a second row for the same run."""
+    table = _table(tmp_path)
+    table.append([_row("old-key", "r1", final=2.0), _row("b", "r2")])
+    table.append([_row("new-key", "r1", final=2.0)])
+    assert set(table.current()["cell_key"]) == {"new-key", "b"}
+    table.consolidate()
+    assert sorted(table.read()["cell_key"]) == ["b", "new-key"]
+
+
+def test_a_truncated_part_is_skipped(tmp_path):
+    table = _table(tmp_path)
+    table.append([_row("a", "r1")])
+    table.append([_row("b", "r2")])
+    part = tmp_path / "parent" / "cells" / "part-000002.parquet"
+    part.write_bytes(part.read_bytes()[:20])  # a kill mid-write
+    assert list(table.read()["run_id"]) == ["r1"]
