@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import getpass
 import math
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,11 +86,12 @@ class RunRecord:
 def database_of(uri: str, database: str | None) -> str | None:
     """The SQL database the driver writes runs into: ``database`` (``tracking.database``,
     for a tracking server's backend store), else the tracking URI itself when it is one
-    (``sqlite:///...``, ``postgresql://...``), else None (runs go through MLflow's API)."""
+    (``sqlite:///...``, ``postgresql://...``; MLflow's other databases go through its API),
+    else None (runs go through MLflow's API)."""
     if database:
         return str(database)
     scheme = uri.split(":", 1)[0].split("+", 1)[0]
-    return uri if scheme in ("sqlite", "postgresql", "mysql", "mssql") else None
+    return uri if scheme in ("sqlite", "postgresql") else None
 
 
 class BulkWriter:
@@ -114,6 +114,7 @@ class BulkWriter:
         options = {"connect_args": {"timeout": 60}} if database.startswith("sqlite") else {}
         self.engine = sa.create_engine(database, pool_pre_ping=True, **options)
         _verify_schema(self.engine)  # the tables are the ones this MLflow writes
+        check_columns()
         self.user = _user()
 
     def artifact_uri(self, run_id: str) -> str:
@@ -126,15 +127,14 @@ class BulkWriter:
         if not records:
             return
         rows = self._rows(records)
-        with self._transaction() as connection:
+        with self.engine.begin() as connection:
             if self._committed(connection, records[0].run_id):
                 return
-            if self.engine.dialect.name == "postgresql":
-                _copy(connection, rows)
-            else:
-                for model, data in rows.items():
-                    if data:
-                        connection.execute(model.__table__.insert(), data)
+            insert = _copy if self.engine.dialect.name == "postgresql" else _executemany
+            cursor = connection.connection.driver_connection.cursor()
+            for table, data in rows.items():
+                if data:
+                    insert(cursor, table, COLUMNS[table], data)
             old = [(r.run_id, o) for r in records for o in r.supersedes]
             if old:
                 tags = SqlTag.__table__
@@ -152,86 +152,75 @@ class BulkWriter:
     def close(self) -> None:
         self.engine.dispose()
 
-    @contextmanager
-    def _transaction(self) -> Iterator[Any]:
-        with self.engine.begin() as connection:
-            yield connection
-
     @staticmethod
     def _committed(connection: Any, run_id: str) -> bool:
         runs = SqlRun.__table__
         found = connection.execute(sa.select(runs.c.run_uuid).where(runs.c.run_uuid == run_id))
         return found.first() is not None
 
-    def _rows(self, records: Sequence[RunRecord]) -> dict[Any, list[dict[str, Any]]]:
-        """The rows of each MLflow table for ``records``."""
-        rows: dict[Any, list[dict[str, Any]]] = {
-            m: [] for m in (SqlRun, SqlTag, SqlParam, SqlMetric, SqlLatestMetric)
-        }
+    def _rows(self, records: Sequence[RunRecord]) -> dict[str, list[tuple]]:
+        """The rows of each MLflow table for ``records``, as tuples in :data:`COLUMNS`'s
+        order."""
+        rows: dict[str, list[tuple]] = {table: [] for table in COLUMNS}
         for r in records:
-            rows[SqlRun].append(
-                {
-                    "run_uuid": r.run_id,
-                    "name": r.name,
-                    "source_type": "UNKNOWN",
-                    "source_name": "",
-                    "entry_point_name": "",
-                    "user_id": self.user,
-                    "status": r.status,
-                    "start_time": r.start_time,
-                    "end_time": r.end_time,
-                    "deleted_time": None,
-                    "source_version": "",
-                    "lifecycle_stage": "active",
-                    "artifact_uri": self.artifact_uri(r.run_id),
-                    "experiment_id": self.experiment_id,
-                }  # fmt: skip
-            )
+            rows["runs"].append(
+                (r.run_id, r.name, "UNKNOWN", "", "", self.user, r.status, r.start_time,
+                 r.end_time, None, "", "active", self.artifact_uri(r.run_id), self.experiment_id)
+            )  # fmt: skip
             tags = {**r.tags, "mlflow.runName": r.name}
-            rows[SqlTag] += [{"key": k, "value": v, "run_uuid": r.run_id} for k, v in tags.items()]
-            rows[SqlParam] += [
-                {"key": k, "value": v, "run_uuid": r.run_id} for k, v in r.params.items()
-            ]
+            rows["tags"] += [(k, v, r.run_id) for k, v in tags.items()]
+            rows["params"] += [(k, v, r.run_id) for k, v in r.params.items()]
             latest: dict[str, tuple[int, float, bool]] = {}
             for key, raw, step in r.metrics:
                 is_nan, value = _sanitise(raw)
-                rows[SqlMetric].append(
-                    {
-                        "key": key,
-                        "value": value,
-                        "timestamp": r.end_time,
-                        "step": int(step),
-                        "is_nan": is_nan,
-                        "run_uuid": r.run_id,
-                    }  # fmt: skip
-                )
+                rows["metrics"].append((key, value, r.end_time, int(step), is_nan, r.run_id))
                 if key not in latest or (step, value) > latest[key][:2]:
                     latest[key] = (int(step), value, is_nan)
-            rows[SqlLatestMetric] += [
-                {
-                    "key": k,
-                    "value": v,
-                    "timestamp": r.end_time,
-                    "step": s,
-                    "is_nan": n,
-                    "run_uuid": r.run_id,
-                }  # fmt: skip
-                for k, (s, v, n) in latest.items()
+            rows["latest_metrics"] += [
+                (k, v, r.end_time, step, nan, r.run_id) for k, (step, v, nan) in latest.items()
             ]
         return rows
 
 
-def _copy(connection: Any, rows: Mapping[Any, list[dict[str, Any]]]) -> None:
-    """PostgreSQL's ``COPY ... FROM STDIN`` of each table's rows (psycopg 3)."""
-    cursor = connection.connection.driver_connection.cursor()
-    for model, data in rows.items():
-        if not data:
-            continue
-        columns = list(data[0])
-        statement = f"COPY {model.__tablename__} ({', '.join(columns)}) FROM STDIN"
-        with cursor.copy(statement) as copy:
-            for row in data:
-                copy.write_row([row[c] for c in columns])
+COLUMNS = {
+    model.__tablename__: columns
+    for model, columns in (
+        (SqlRun, ("run_uuid", "name", "source_type", "source_name", "entry_point_name",
+                  "user_id", "status", "start_time", "end_time", "deleted_time",
+                  "source_version", "lifecycle_stage", "artifact_uri", "experiment_id")),
+        (SqlTag, ("key", "value", "run_uuid")),
+        (SqlParam, ("key", "value", "run_uuid")),
+        (SqlMetric, ("key", "value", "timestamp", "step", "is_nan", "run_uuid")),
+        (SqlLatestMetric, ("key", "value", "timestamp", "step", "is_nan", "run_uuid")),
+    )
+}  # fmt: skip
+"""The columns written of each MLflow table (:meth:`BulkWriter._rows` follows this order);
+each is checked against MLflow's own table definition when the module loads."""
+
+
+def check_columns() -> None:
+    """Refuse an MLflow whose tables have other columns than :data:`COLUMNS` (its schema
+    changed: the direct writes must be updated, or ``tracking.direct_writes=false``)."""
+    for model in (SqlRun, SqlTag, SqlParam, SqlMetric, SqlLatestMetric):
+        ours, theirs = set(COLUMNS[model.__tablename__]), set(model.__table__.columns.keys())
+        if ours != theirs:
+            raise RuntimeError(
+                f"this MLflow's table {model.__tablename__} has the columns {sorted(theirs)}, "
+                f"sweeper/bulk.py writes {sorted(ours)}: set tracking.direct_writes=false"
+            )
+
+
+def _copy(cursor: Any, table: str, columns: Sequence[str], rows: list[tuple]) -> None:
+    """PostgreSQL's ``COPY ... FROM STDIN`` (psycopg 3)."""
+    with cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
+
+
+def _executemany(cursor: Any, table: str, columns: Sequence[str], rows: list[tuple]) -> None:
+    """One prepared ``INSERT`` for every row (the DB-API's ``executemany``)."""
+    marks = ", ".join("?" for _ in columns)
+    cursor.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
 
 
 def _sanitise(value: float) -> tuple[bool, float]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import math
 import socket
 import time
@@ -9,6 +10,8 @@ import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from tasks.building import locate
 
@@ -35,6 +38,7 @@ class Outcome:
     node: str = field(default_factory=socket.gethostname)
     node_ip: str | None = None
     node_id: str | None = None  # the Ray node id, when the cell ran on Ray
+    artifact: bytes | None = None  # ``cell.npz`` (curves and trace), packed where it ran
 
     @property
     def where(self) -> str:
@@ -64,9 +68,26 @@ def execute(function: str, config: dict[str, Any]) -> Outcome:
         if bad:
             raise FloatingPointError(f"the cell diverged: its summary is not finite: {bad}")
         outcome = Outcome("FINISHED", result=dict(result))
+        outcome.artifact = pack(result)
     except Exception as err:  # a failing cell never kills a sweep
         outcome = Outcome(
             "FAILED", error=f"{type(err).__name__}: {err}", traceback=traceback.format_exc()
         )
     outcome.wall_s = time.perf_counter() - started
     return outcome
+
+
+def pack(result: Mapping[str, Any]) -> bytes | None:
+    """A result's curves (``curve_<name>``) and trace (``trace_<key>``) as compressed
+    ``.npz`` bytes, or None when it has neither. Packed in the worker, so the driver only
+    writes the bytes."""
+    arrays: dict[str, np.ndarray] = {}
+    for key, value in (result.get("curves") or {}).items():
+        arrays[f"curve_{key}"] = np.asarray(value)
+    for key, value in (result.get("trace") or {}).items():
+        arrays[f"trace_{key}"] = np.asarray(value)
+    if not arrays:
+        return None
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    return buffer.getvalue()

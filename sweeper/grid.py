@@ -151,7 +151,12 @@ def expand(
                     cell = _cell(config, settings, plain)
                     configs.setdefault(cell_key(cell), cell)
     varying = tuple(varying_keys(list(configs.values()), value_keys))
-    return [Cell(config, task.groups, varying) for config in configs.values()]
+    cells = []
+    for key, config in configs.items():
+        cell = Cell(config, task.groups, varying)
+        cell.__dict__["key"] = key  # Cell.key is a cached_property: hashed once, here
+        cells.append(cell)
+    return cells
 
 
 def task_of(cfg: DictConfig) -> Task:

@@ -87,6 +87,8 @@ def check_launcher(launcher: Mapping[str, Any]) -> None:
 def launch(cells: Sequence[Cell], launcher: Mapping[str, Any]) -> Iterator[Event]:
     """Run ``cells`` and yield their events as they happen (see the module docstring)."""
     check_launcher(launcher)
+    if not cells:  # nothing to run: no Ray to start (a resume of a finished sweep)
+        return
     if launcher.get("name", "ray") == "local":
         yield from _launch_local(cells, timeout_of(launcher))
     else:
@@ -268,7 +270,10 @@ def _launch_ray(cells: Sequence[Cell], launcher: Mapping[str, Any]) -> Iterator[
             while pending and len(in_flight) < max_in_flight:
                 cell = pending.pop()
                 in_flight[remote.remote(cell.function, cell.config)] = _Slot(cell)
-            ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=_wait_s(in_flight, limit))
+            refs = list(in_flight)  # every one ready now (one wait per event is slow), else
+            ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)  # the first to be
+            if not ready:
+                ready, _ = ray.wait(refs, num_returns=1, timeout=_wait_s(in_flight, limit))
             for generator in ready:
                 yield from _receive(generator, in_flight, max_retries)
             if limit is not None:

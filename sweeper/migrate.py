@@ -26,8 +26,10 @@ def carry_over(tracker: Tracker, cells: Sequence[Cell], index: ResumeIndex) -> i
     """
     carried = 0
     for cell in cells:
-        legacy = cell.legacy_key
-        if cell.key in index.finished or legacy is None or legacy not in index.finished:
+        if cell.key in index.finished:
+            continue
+        legacy = cell.legacy_key  # hashed only for the cells not finished under today's key
+        if legacy is None or legacy not in index.finished:
             continue
         entry = index.finished[legacy]
         tracker.set_tags(entry.run_id, {"cell_key": cell.key, LEGACY_TAG: legacy})

@@ -48,9 +48,12 @@ TRANSIENT = (
     "database is locked",
     "the database system is starting up",
     "the database system is shutting down",
-    "502",
-    "503",
-    "504",
+    "code 502",
+    "code 503",
+    "code 504",
+    "bad gateway",
+    "service unavailable",
+    "gateway timeout",
 )
 """Words of the errors a restarting server or database gives (waited for)."""
 

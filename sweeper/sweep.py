@@ -180,6 +180,7 @@ def _sweep(
     rerun = bool(cfg.get("rerun"))
     known = {c.key: index.finished[c.key] for c in cells if c.key in index.finished}
     todo = cells if rerun else [c for c in cells if c.key not in known]
+    resume_s = time.perf_counter() - checked
     result = SweepResult(
         name,
         tracker.uri,
@@ -190,7 +191,7 @@ def _sweep(
         task=task,
         settings={c.key: c.setting for c in cells},
     )
-    result.resume_s = time.perf_counter() - checked
+    result.resume_s = resume_s
     print(f"sweep '{name}': results go to {tracker.uri}", file=out)
     if tracker.store_note:
         print(f"  the store was {tracker.store_note} whole (sweeper/lock.py)", file=out)

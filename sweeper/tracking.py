@@ -57,6 +57,8 @@ from urllib.request import urlopen
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunTag, ViewType
 from mlflow.exceptions import MlflowException
@@ -65,7 +67,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sweeper.bulk import RunRecord
 from sweeper.cells import Cell, flatten
 from sweeper.errors import SweepError
-from sweeper.execute import Outcome
+from sweeper.execute import Outcome, pack
 from sweeper.lock import StoreBusy, pid_alive, prepare_sqlite_store, sqlite_path
 from sweeper.provenance import code_tags
 from sweeper.table import ArtifactIO, CellTable, local_artifact_dir
@@ -282,6 +284,7 @@ class Tracker:
         # A server that is away fails a call at once; the driver waits for it itself, saying
         # so (sweeper/record.py), instead of MLflow's silent minutes of HTTP retries.
         os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+        os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
         self.uri = resolve_uri(uri)
         check_store(self.uri)
         path = sqlite_path(self.uri)
@@ -290,6 +293,7 @@ class Tracker:
         self.experiment_name = experiment
         self.task = task
         self.metric_points = METRIC_POINTS
+        self._tables: dict[str, CellTable] = {}
         self.driver = driver_id()
         found = self.client.get_experiment_by_name(experiment)
         if found is None:
@@ -323,28 +327,56 @@ class Tracker:
         return self.runs("tags.role = 'sweep'")
 
     def resume_index(self, parents: list[Any] | None = None) -> ResumeIndex:
-        """Finished cells and RUNNING leftovers of the experiment (see the module docstring)."""
+        """Finished cells and RUNNING leftovers of the experiment (see the module docstring).
+
+        A sweep that ended FINISHED wrote every run's row before it ended, so only the
+        others (RUNNING, KILLED, FAILED, or without a table) are searched for runs after
+        their table's mark: in one search by ``end_time`` (fast; a search that joins the
+        parent tag is not), the runs then matched to their parent here."""
         parents = self.sweep_parents() if parents is None else parents
         if len(parents) > MAX_INDEX_PARENTS:
             return self._index_from_runs(self.runs("tags.cell_key != ''"))
         index = ResumeIndex()
+        marks: dict[str, int] = {}  # parent -> its table's mark, for those searched
         for parent in parents:
             run_id = parent.info.run_id
-            table = self.read_cells_table(run_id, INDEX_COLUMNS)
-            until = 0
-            if table is not None:
-                index.tables += 1
-                until = int(parent.data.tags.get("table_until", 0)) - CLOCK_MARGIN_MS
-                for row in table.to_dict("records"):  # a few columns: the index is lean
-                    if row.get("status") == "FINISHED" and row.get("run_id"):
-                        start = int(number_or_none(row.get("start_time")) or 0)
-                        entry = IndexEntry(row["run_id"], start, row=row, parent=run_id)
-                        index.add(row["cell_key"], entry)
-            delta = self.runs(
-                f"tags.`mlflow.parentRunId` = '{run_id}' and attributes.end_time >= {until}"
-            )
+            try:
+                tables = self.table(run_id).arrow(INDEX_COLUMNS)
+            except Exception:  # unreadable: the runs rebuild it
+                tables = []
+            for table in tables:
+                self._index_table(table, run_id, index)
+            index.tables += bool(tables)
+            if not tables or parent.info.status != "FINISHED":
+                until = int(parent.data.tags.get("table_until", 0)) if tables else 0
+                marks[run_id] = until - CLOCK_MARGIN_MS
+        if marks:
+            after = self.runs(f"attributes.end_time >= {min(marks.values())}")
+            delta = [
+                r
+                for r in after
+                if r.data.tags.get("mlflow.parentRunId") in marks
+                and int(r.info.end_time or 0) >= marks[r.data.tags["mlflow.parentRunId"]]
+            ]
             self._index_from_runs(delta, index)
         return index
+
+    @staticmethod
+    def _index_table(table: pa.Table, parent: str, index: ResumeIndex) -> None:
+        """Add the FINISHED rows of a sweep table's lean columns to ``index``."""
+        if not {"cell_key", "run_id", "status"} <= set(table.column_names):
+            return
+        finished = table.filter(pc.equal(table["status"], "FINISHED"))
+        finished = finished.filter(pc.is_valid(finished["run_id"]))
+        keys, runs = finished["cell_key"].to_pylist(), finished["run_id"].to_pylist()
+        if "start_time" in finished.column_names:
+            starts = pc.fill_null(pc.cast(finished["start_time"], pa.int64(), safe=False), 0)
+            starts = starts.to_pylist()
+        else:
+            starts = [0] * len(keys)
+        for key, run, start in zip(keys, runs, starts, strict=True):
+            row = {"cell_key": key, "run_id": run, "status": "FINISHED", "start_time": start}
+            index.add(key, IndexEntry(run, start, row=row, parent=parent))
 
     def _index_from_runs(self, runs: Iterable[Any], index: ResumeIndex | None = None):
         index = ResumeIndex() if index is None else index
@@ -512,7 +544,11 @@ class Tracker:
 
     def table(self, run_id: str) -> CellTable:
         """The sweep table of parent run ``run_id`` (:mod:`sweeper.table`)."""
-        return CellTable(ArtifactIO(self.client, self._local_artifact_dir), run_id)
+        if run_id not in self._tables:
+            uri = self.client.get_run(run_id).info.artifact_uri
+            io_ = ArtifactIO(self.client, lambda _: self._local_artifact_dir(run_id, uri))
+            self._tables[run_id] = CellTable(io_, run_id)
+        return self._tables[run_id]
 
     def write_cells_table(
         self, run_id: str, rows: pd.DataFrame | list[dict[str, Any]], until: int | None = None
@@ -627,8 +663,9 @@ class Tracker:
                     points = zip(values.tolist(), steps.tolist(), strict=True)
                     record.metrics += [(name, v, step) for v, step in points]
             row.update(_curve_columns(result, self.task.curves))
-            if result.get("curves") or result.get("trace"):
-                record.artifacts[CELL_ARTIFACT] = _npz(result)
+            packed = outcome.artifact if outcome.artifact is not None else pack(result)
+            if packed is not None:
+                record.artifacts[CELL_ARTIFACT] = packed
         elif outcome.traceback:
             record.artifacts["traceback.txt"] = outcome.traceback.encode()
         return record, row
@@ -765,17 +802,6 @@ def _curve_columns(result: Mapping[str, Any], declared: Iterable[str]) -> dict[s
         for i, name in enumerate(names):
             columns[f"hp_{name}"] = downsample(values[:, i])[1].tolist()
     return columns
-
-
-def _npz(result: Mapping[str, Any]) -> bytes:
-    arrays: dict[str, np.ndarray] = {}
-    for key, value in (result.get("curves") or {}).items():
-        arrays[f"curve_{key}"] = np.asarray(value)
-    for key, value in (result.get("trace") or {}).items():
-        arrays[f"trace_{key}"] = np.asarray(value)
-    buffer = io.BytesIO()
-    np.savez_compressed(buffer, **arrays)
-    return buffer.getvalue()
 
 
 def number_or_none(value: Any) -> float | None:

@@ -296,6 +296,7 @@ def test_running_leftovers_are_reaped_and_missing_table_rows_rebuilt(
     table = first.table.sort_values("start_time")
     replace_table(tracker, parent, table.iloc[:3])
     tracker.client.set_tag(parent, "table_until", str(int(table["start_time"].iloc[3]) - 10_000))
+    tracker.client.set_terminated(parent, "KILLED")  # a killed driver's sweep never FINISHED
     orphan = tracker.client.create_run(
         tracker.experiment_id,
         tags={
@@ -456,3 +457,18 @@ def test_the_progress_line_counts_done_failed_running_queued_and_an_eta():
     assert "2/5 done (1 ok, 1 failed), 3 remaining (1 running, 2 queued)" in line
     assert "ETA 15s" in line and "0.20 cells/s" in line
     assert [format_duration(s) for s in (5, 75, 3725)] == ["5s", "1m15s", "1h02m"]
+
+
+def test_a_runs_duration_in_mlflow_is_its_cells_runtime(composer, tracking_uri):
+    """MLflow's Duration (end - start) is the cell's runtime, not the time its run took to
+    be logged (issue #14): a cell that sleeps 0.3 s lasts 0.3 s in the UI, and its run
+    ends when the driver received it."""
+    before = int(time.time() * 1000)
+    overrides = _overrides(tracking_uri, "duration", "seeds=2", "launcher.name=local",
+                           "+toy.sleep_s=0.3", "tracking.batch_s=5")  # fmt: skip
+    result, _ = _sweep(composer, overrides)
+    assert result.ok
+    for run in _cell_runs(tracking_uri, "duration"):
+        duration = run.info.end_time - run.info.start_time
+        assert duration == round(run.data.metrics["wall_s"] * 1000) and 300 <= duration < 1000
+        assert before <= run.info.start_time

@@ -71,3 +71,24 @@ def test_a_truncated_part_is_skipped(tmp_path):
     part = tmp_path / "parent" / "cells" / "part-000002.parquet"
     part.write_bytes(part.read_bytes()[:20])  # a kill mid-write
     assert list(table.read()["run_id"]) == ["r1"]
+
+
+def test_through_mlflow_the_table_is_appended_consolidated_and_read_the_same(tmp_path):
+    """The path of a remote artifact store (a tracking server without
+    ``tracking.artifacts_destination``): every read and write through MLflow's client."""
+    from mlflow import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+    experiment = client.create_experiment("t", artifact_location=(tmp_path / "art").as_uri())
+    run_id = client.create_run(experiment).info.run_id
+    table = CellTable(ArtifactIO(client, lambda _: None), run_id)  # never the local shortcut
+    table.append([_row("a", "r1", final=1.0)])
+    table.append([_row("b", "r2", final=2.0)])
+    table.consolidate()
+    table.append([_row("c", "r3", final=3.0)])
+    again = CellTable(ArtifactIO(client, lambda _: None), run_id)
+    assert list(again.read()["run_id"]) == ["r1", "r2", "r3"]
+    again.consolidate()
+    assert list(again.read()["final"]) == [1.0, 2.0, 3.0]
+    names = {a.path for a in client.list_artifacts(run_id)}
+    assert "cells.parquet" in names
