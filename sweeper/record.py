@@ -91,6 +91,23 @@ class Batching:
         return cls(database, **values)
 
 
+def open_writer(batching: Batching, tracker: Tracker) -> BulkWriter | None:
+    """The writer into ``batching.database`` (None without one); a database that cannot be
+    used is a one-paragraph error saying what to do, before anything runs."""
+    if batching.database is None:
+        return None
+    try:
+        return BulkWriter(batching.database, tracker.experiment_id, tracker.artifact_location)
+    except Exception as err:  # a wrong URI, a database down, a missing driver, a schema
+        reason = " ".join(str(err).split("(Background on this error")[0].split())[:300]
+        raise SweepError(
+            f"cannot write runs into the database {batching.database} (tracking.database, or "
+            f"a sqlite/postgresql tracking.uri): {type(err).__name__}: {reason}. Fix the URI, "
+            "start the database, install its driver (pip install 'sweeper[postgres]' for "
+            "PostgreSQL), or set tracking.direct_writes=false to write through MLflow's API"
+        ) from None
+
+
 def _positive(value: Any, key: str, kind: type) -> Any:
     try:
         number = kind(value)
@@ -114,15 +131,18 @@ class Recorder:
         Where waiting for the store is said.
     """
 
-    def __init__(self, tracker: Tracker, parent: str, batching: Batching, progress: Progress):
+    def __init__(
+        self,
+        tracker: Tracker,
+        parent: str,
+        batching: Batching,
+        progress: Progress,
+        writer: BulkWriter | None = None,
+    ) -> None:
         self.tracker, self.parent, self.batching, self.progress = (
             tracker, parent, batching, progress,
         )  # fmt: skip
-        self.writer = None
-        if batching.database is not None:
-            self.writer = BulkWriter(
-                batching.database, tracker.experiment_id, tracker.artifact_location
-            )
+        self.writer = writer  # None: runs through MLflow's API (:func:`open_writer`)
         threads = batching.log_threads
         self.pool = ThreadPoolExecutor(threads, "sweeper-log") if threads > 1 else None
         self.batch: list[tuple[Cell, Outcome, list[str], int]] = []

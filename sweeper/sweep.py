@@ -34,6 +34,7 @@ from typing import Any, NamedTuple, TextIO
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
+from sweeper.bulk import BulkWriter
 from sweeper.cells import Cell, canonical_json
 from sweeper.errors import SweepError
 from sweeper.execute import Outcome
@@ -42,7 +43,7 @@ from sweeper.launch import check_launcher, init_ray, launch
 from sweeper.lock import Lease, store_lock
 from sweeper.migrate import carry_over
 from sweeper.progress import Progress, format_duration
-from sweeper.record import Batching, Recorder, patiently
+from sweeper.record import Batching, Recorder, open_writer, patiently
 from sweeper.task import GENERIC, Task
 from sweeper.tracking import (
     IndexEntry,
@@ -197,6 +198,8 @@ def _sweep(
         print(f"  the store was {tracker.store_note} whole (sweeper/lock.py)", file=out)
     if retagged:
         print(f"  {retagged} run(s) of an interrupted rerun re-tagged superseded_by", file=out)
+    batching = Batching.of(cfg, tracker)  # before the parent run, as Ray: bad settings
+    writer = open_writer(batching, tracker) if todo else None  # leave nothing behind
     if todo and cfg.launcher.get("name", "ray") == "ray":
         try:  # before the parent run: a cluster that cannot be used leaves nothing behind
             init_ray(cfg.launcher)
@@ -210,7 +213,7 @@ def _sweep(
         )
     result.parent_run_id = parent
     try:
-        return _drive(cfg, tracker, cells, todo, index, result, started, out)
+        return _drive(cfg, tracker, cells, todo, index, result, started, out, batching, writer)
     except BaseException as err:  # never leave the sweep RUNNING, whatever stopped it
         tracker.settle_parent(parent, "KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED")
         tracker.settle_own(parent)
@@ -226,6 +229,8 @@ def _drive(
     result: SweepResult,
     started: float,
     out: TextIO,
+    batching: Batching,
+    writer: BulkWriter | None,
 ) -> SweepResult:
     """Reap, dispatch ``todo``, record the outcomes in batches as they arrive, end the
     parent run. The driver keeps counts and keys, not rows: the rows go to the parent's
@@ -263,7 +268,7 @@ def _drive(
         )
 
     progress = Progress(len(todo), out)
-    recorder = Recorder(tracker, parent, Batching.of(cfg, tracker), progress)
+    recorder = Recorder(tracker, parent, batching, progress, writer)
     running: set[str] = set()
 
     def count(logged: list[tuple[Cell, Outcome, dict[str, Any]]]) -> None:

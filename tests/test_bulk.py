@@ -86,3 +86,21 @@ def test_which_database_the_driver_writes_into():
     assert database_of("sqlite:///m.db", None) == "sqlite:///m.db"
     assert database_of("http://head:5000", None) is None  # MLflow's API
     assert database_of("http://head:5000", "postgresql://db/mlflow") == "postgresql://db/mlflow"
+
+
+def test_a_database_that_cannot_be_used_is_one_paragraph_before_anything_runs(
+    composer, tracking_uri
+):
+    import io
+
+    from sweeper.errors import SweepError
+    from sweeper.sweep import run_sweep
+
+    overrides = ["task=toy", "seeds=2", "launcher.name=local", f"tracking.uri={tracking_uri}",
+                 "tracking.database=postgresql+psycopg://nobody@127.0.0.1:1/x",
+                 "experiment.name=nodb"]  # fmt: skip
+    with pytest.raises(SweepError, match="tracking.database.*Connection refused.*direct_writes"):
+        run_sweep(composer(overrides), composer, overrides, out=io.StringIO())
+    client = MlflowClient(tracking_uri)
+    experiment = client.get_experiment_by_name("nodb")
+    assert not client.search_runs([experiment.experiment_id])  # no parent run left behind
