@@ -48,7 +48,7 @@ ARGS = [
     "horizon=50",
     "seeds=16",
     "+toy.sleep_s=0.6",
-    "tracking.flush_every=3",
+    "tracking.batch_size=3",
     f"experiment.name={NAME}",
 ]
 CELLS = 16
