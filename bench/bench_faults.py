@@ -159,7 +159,9 @@ def violations(uri: str, cells: int = CELLS) -> list[str]:
     tracker = Tracker(uri, NAME)
     parents = tracker.sweep_parents()
     newest = max(parents, key=lambda p: p.info.end_time or 0, default=None)
-    table = None if newest is None else tracker.read_cells_table(newest.info.run_id)
+    # The table holds every run it recorded (a rerun adds rows); its current view is one
+    # row per cell: the newest FINISHED (sweeper/table.py).
+    table = None if newest is None else tracker.table(newest.info.run_id).current()
     if table is None or set(zip(table["cell_key"], table["run_id"], strict=True)) != results:
         bad.append("the newest sweep table's rows differ from the cells' current runs")
     return bad
