@@ -188,9 +188,7 @@ class CellTable:
         row: a cell re-keyed by sweeper/migrate.py gets a new row for the same run); None
         when the sweep has no table (a part truncated by a kill is skipped)."""
         with tempfile.TemporaryDirectory() as tmp:
-            through = self._through(Path(tmp))
-            files = [self._fetch(CELLS_TABLE, tmp)]
-            files += [self._fetch(_part(n), tmp) for n in self._part_numbers() if n > through]
+            files = self._files(tmp)
             frames = [_frame(p, columns) for p in files if p is not None]
         frames = [f for f in frames if f is not None]
         if not frames:
@@ -204,9 +202,7 @@ class CellTable:
         """``columns`` of every file of the table (consolidated, then the parts), as Arrow
         tables, not de-duplicated: the resume index's fast read."""
         with tempfile.TemporaryDirectory() as tmp:
-            through = self._through(Path(tmp))
-            files = [self._fetch(CELLS_TABLE, tmp)]
-            files += [self._fetch(_part(n), tmp) for n in self._part_numbers() if n > through]
+            files = self._files(tmp)
             opened = [_open(p) for p in files if p is not None]
             return [
                 f.read(columns=[c for c in columns if c in f.schema_arrow.names])
@@ -229,6 +225,12 @@ class CellTable:
     def _part_numbers(self) -> list[int]:
         found = (PART.search(name) for name in self.io.names(self.run_id, PARTS))
         return sorted(int(m.group(1)) for m in found if m)
+
+    def _files(self, tmp: str | Path) -> list[Path | None]:
+        """Local paths of the consolidated file, then of the parts it does not hold."""
+        through = self._through(Path(tmp))
+        files = [self._fetch(CELLS_TABLE, tmp)]
+        return files + [self._fetch(_part(n), tmp) for n in self._part_numbers() if n > through]
 
     def _fetch(self, path: str, tmp: str | Path) -> Path | None:
         into = Path(tmp) / path.replace("/", "_")
