@@ -1,7 +1,7 @@
 """The driver at scale (issue #15): cells per second into each store, the driver's peak
 memory against the number of cells, and the resume check and report times.
 
-    .venv/bin/python bench/bench_scale.py [--cells 2000] [--memory 1000,5000] [--quick]
+    .venv/bin/python bench/bench_scale.py [--cells 2000] [--memory 1000,5000] [--repeats 3]
 
 Each measurement runs ``python -m sweeper task=toy horizon=2000 seeds=N`` exactly as a user
 would (a toy cell takes microseconds and returns a 2000-step curve, downsampled to 500
@@ -26,6 +26,7 @@ import argparse
 import os
 import platform
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -90,6 +91,7 @@ def main() -> None:
     parser.add_argument("--api-cells", type=int, default=1000, help="cells through the API")
     parser.add_argument("--memory", default="1000,5000,20000", help="sizes for memory")
     parser.add_argument("--resume", type=int, default=50_000, help="cells of the resume check")
+    parser.add_argument("--repeats", type=int, default=3, help="sweeps per direct-writes rate")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "scale.md")
     args = parser.parse_args()
     load_before = os.getloadavg()
@@ -98,19 +100,24 @@ def main() -> None:
         work = Path(tmp)
         work.chmod(0o755)  # PostgreSQL's user must reach its directory inside
 
-        def measure(store: str, uri: str, cells: int, *extra: str) -> None:
+        def measure(store: str, uri: str, cells: int, *extra: str, repeats: int = 1) -> None:
+            """``repeats`` sweeps of ``cells`` into new experiments of the store (the rate
+            is their median); the resume check and report of the first."""
             name = f"scale{len(rows)}"
-            result = sweep(uri, cells, name, work, *extra)
+            runs = [sweep(uri, cells, f"{name}r{i}" if i else name, work, *extra)
+                    for i in range(repeats)]  # fmt: skip
             again = sweep(uri, cells, name, work, *extra)
-            rows.append((store, cells, result, again, report_time(uri, name, work)))
+            rows.append((store, cells, runs, again, report_time(uri, name, work)))
 
-        measure("embedded sqlite (direct writes)", f"sqlite:///{work}/local.db", args.cells)
+        direct_store = "embedded sqlite (direct writes)"
+        measure(direct_store, f"sqlite:///{work}/local.db", args.cells, repeats=args.repeats)
         measure("embedded sqlite, MLflow API", f"sqlite:///{work}/api.db", args.api_cells,
                 "tracking.direct_writes=false")  # fmt: skip
         with postgres(work / "pg") as backend, mlflow_server(backend, work / "art-pg") as uri:
             direct = [f"tracking.database={backend}",
                       f"tracking.artifacts_destination={work / 'art-pg'}"]  # fmt: skip
-            measure("mlflow server on PostgreSQL (direct writes)", uri, args.cells, *direct)
+            measure("mlflow server on PostgreSQL (direct writes)", uri, args.cells, *direct,
+                    repeats=args.repeats)  # fmt: skip
             for threads in (4, 16):
                 measure(f"mlflow server on PostgreSQL, MLflow API, {threads} writers", uri,
                         args.api_cells, "tracking.direct_writes=false",
@@ -139,14 +146,22 @@ def write(args, rows, memory, resumes, load_before, load_after) -> None:
         "runs after their last part, and the cells left), and the whole command (Python, "
         "Hydra, the grid's expansion).",
         "",
+        "A direct-writes rate is the median of several sweeps of the same size, each into a "
+        "new experiment of the same store (all of them in brackets).",
+        "",
         "| store | cells | cells/s | sweep (s) | resume check (s) | resume command (s) | "
         "report (s) | driver peak RSS (MB) |",
         "|---|---|---|---|---|---|---|---|",
     ]  # fmt: skip
-    for store, cells, result, again, report_s in rows:
-        lines.append(f"| {store} | {cells} | {result['rate']:.1f} | {result['sweep_s']:.0f} | "
+    for store, cells, runs, again, report_s in rows:
+        rates = sorted(r["rate"] for r in runs)
+        rate = f"{statistics.median(rates):.1f}"
+        if len(rates) > 1:
+            rate += f" ({', '.join(f'{r:.0f}' for r in rates)})"
+        first = runs[0]
+        lines.append(f"| {store} | {cells} | {rate} | {first['sweep_s']:.0f} | "
                      f"{again['resume_s']:.2f} | {again['wall_s']:.1f} | {report_s:.1f} | "
-                     f"{result['rss_mb']:.0f} |")  # fmt: skip
+                     f"{max(r['rss_mb'] for r in runs):.0f} |")  # fmt: skip
     lines += ["", "Driver peak resident memory by sweep size (embedded sqlite, direct writes):",
               "", "| cells | peak RSS (MB) | cells/s |", "|---|---|---|"]  # fmt: skip
     lines += [f"| {n} | {r['rss_mb']:.0f} | {r['rate']:.1f} |" for n, r in memory]

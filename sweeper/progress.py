@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import TextIO
@@ -41,6 +42,7 @@ class Progress:
     running: int = 0
     _last_log: float = 0.0
     _drawn: bool = False
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)  # writer thread
 
     @property
     def done(self) -> int:
@@ -89,6 +91,10 @@ class Progress:
         return bool(isatty and isatty())
 
     def draw(self, force: bool = False) -> None:
+        with self._lock:
+            self._draw(force)
+
+    def _draw(self, force: bool) -> None:
         if self._tty():
             print("\r" + self.line() + "  ", end="", file=self.out, flush=True)
             self._drawn = True
@@ -97,12 +103,14 @@ class Progress:
             self._last_log = time.perf_counter()
 
     def message(self, text: str) -> None:
-        """Print a line above the bar (e.g. a failed cell as soon as it fails)."""
-        if self._drawn:
-            print("\r" + " " * (len(self.line()) + 2) + "\r", end="", file=self.out)
-            self._drawn = False
-        print(text, file=self.out, flush=True)
-        self.draw()
+        """Print a line above the bar (e.g. a failed cell as soon as it fails); also from the
+        thread that records cells."""
+        with self._lock:
+            if self._drawn:
+                print("\r" + " " * (len(self.line()) + 2) + "\r", end="", file=self.out)
+                self._drawn = False
+            print(text, file=self.out, flush=True)
+            self._draw(False)
 
     def close(self) -> None:
         if self._tty():

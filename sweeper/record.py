@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -33,6 +33,11 @@ from sweeper.progress import Progress
 from sweeper.tracking import STORE_ERRORS, StoreFailed, Tracker, now_ms
 
 T = TypeVar("T")
+Logged = tuple[Cell, Outcome, dict[str, Any]]
+"""A recorded cell: the cell, its outcome and its row of the sweep's table."""
+Received = tuple[Cell, Outcome, list[str], int]
+"""A cell to record: the cell, its outcome, the runs it supersedes, when it was received
+(ms)."""
 BACKOFF_S = (1.0, 30.0)
 TRANSIENT = (
     "connection refused",
@@ -119,7 +124,9 @@ def _positive(value: Any, key: str, kind: type) -> Any:
 
 
 class Recorder:
-    """Records finished cells in batches (see the module docstring).
+    """Records finished cells in batches (see the module docstring), one batch at a time in
+    a writer thread while the driver goes on dispatching: :meth:`flush` hands a batch over
+    and returns the cells of the batch written before it, :meth:`drain` waits for all.
 
     Parameters
     ----------
@@ -129,6 +136,8 @@ class Recorder:
     batching : Batching
     progress : Progress
         Where waiting for the store is said.
+    writer : BulkWriter or None
+        Writes runs straight into the store's database; None: through MLflow's API.
     """
 
     def __init__(
@@ -145,10 +154,18 @@ class Recorder:
         self.writer = writer  # None: runs through MLflow's API (:func:`open_writer`)
         threads = batching.log_threads
         self.pool = ThreadPoolExecutor(threads, "sweeper-log") if threads > 1 else None
-        self.batch: list[tuple[Cell, Outcome, list[str], int]] = []
+        self.thread = ThreadPoolExecutor(1, "sweeper-record")
+        self.pending: Future[list[Logged]] | None = None  # the batch being written
+        self.batch: list[Received] = []
         self.opened = 0.0
-        self.cut: list[tuple[Cell, Outcome, dict[str, Any]]] = []
+        self.cut: list[Logged] = []
         self.stop: Any = None  # the driver's stop request: a Ctrl-C ends a wait for the store
+        self.closing = False
+
+    @property
+    def requested(self) -> bool:
+        """Whether a wait for the store should end (a Ctrl-C, or :meth:`close`)."""
+        return self.closing or (self.stop is not None and self.stop.requested)
 
     def add(self, cell: Cell, outcome: Outcome, supersedes: list[str]) -> None:
         if not self.batch:
@@ -162,14 +179,51 @@ class Recorder:
         full = len(self.batch) >= self.batching.batch_size
         return full or time.monotonic() - self.opened >= self.batching.batch_s
 
-    def flush(self) -> list[tuple[Cell, Outcome, dict[str, Any]]]:
-        """Write the batch (runs, then its table part, then the mark); return its cells
-        with their rows. When the store fails (or a second Ctrl-C lands) part way, the
-        cells whose runs were written are kept in :attr:`cut` (their rows are rebuilt by
-        the next start)."""
-        if not self.batch:
-            return []
-        batch, self.batch = self.batch, []
+    def flush(self) -> list[Logged]:
+        """Wait for the batch in flight, then hand the open batch to the writer thread;
+        return the cells the batch in flight recorded (with their rows). Its failure
+        (:class:`StoreFailed`, a second Ctrl-C) is raised here, the open batch kept."""
+        done = self._wait()
+        if self.batch:
+            batch, self.batch = self.batch, []
+            self.pending = self.thread.submit(self._record, batch, now_ms())
+        return done
+
+    def drain(self) -> list[Logged]:
+        """Write every cell added; return those not yet returned by :meth:`flush`."""
+        return self.flush() + self._wait()
+
+    def take_cut(self) -> list[Logged]:
+        """The cells recorded by a batch that failed part way (once)."""
+        cut, self.cut = self.cut, []
+        return cut
+
+    def close(self) -> list[Logged]:
+        """End the writer thread (a batch in flight is finished, a wait for the store cut
+        short) and the log threads; return the cells recorded but not yet returned."""
+        self.closing = True
+        left: list[Logged] = []
+        try:
+            left = self._wait()
+        except BaseException:  # noqa: BLE001 - its recorded part is in the cut
+            pass
+        self.thread.shutdown(wait=True)
+        if self.pool is not None:
+            self.pool.shutdown(wait=True)
+        if self.writer is not None:
+            self.writer.close()
+        return left + self.take_cut()
+
+    # --- internals (the writer thread) ------------------------------------------------
+    def _wait(self) -> list[Logged]:
+        pending, self.pending = self.pending, None
+        return [] if pending is None else pending.result()
+
+    def _record(self, batch: list[Received], closed: int) -> list[Logged]:
+        """Write a batch: its runs, then its table part, then the table's mark, ``closed``
+        (ms): every cell received before it is in this batch or an earlier one. When the
+        store fails part way, the cells whose runs were written are kept in :attr:`cut`
+        (their rows are rebuilt by the next start)."""
         made = [
             self.tracker.record_of(cell, outcome, self.parent, supersedes, received)
             for cell, outcome, supersedes, received in batch
@@ -187,25 +241,13 @@ class Recorder:
         try:
             self._patiently(
                 "writing the sweep's table",
-                lambda: self.tracker.write_cells_table(self.parent, rows),
+                lambda: self.tracker.write_cells_table(self.parent, rows, until=closed),
             )
         except BaseException:
             self.cut = logged
             raise
         return logged
 
-    def take_cut(self) -> list[tuple[Cell, Outcome, dict[str, Any]]]:
-        """The cells recorded by a batch that failed part way (once)."""
-        cut, self.cut = self.cut, []
-        return cut
-
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(wait=True)
-        if self.writer is not None:
-            self.writer.close()
-
-    # --- internals ------------------------------------------------------------------
     def _write(self, records: list[RunRecord]) -> None:
         if self.writer is not None:
             # Local artifacts first (a run is never without its files), remote ones once
@@ -239,7 +281,7 @@ class Recorder:
         record.written = True
 
     def _patiently(self, what: str, action: Callable[[], T]) -> T:
-        return patiently(what, action, self.batching.patience_s, self.progress, self.stop)
+        return patiently(what, action, self.batching.patience_s, self.progress, self)
 
 
 def patiently(

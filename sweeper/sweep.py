@@ -306,16 +306,16 @@ def _drive(
     except StoreFailed as err:  # stop cleanly: what was recorded is kept
         result.store_error = str(err)
     finally:
-        if not result.store_error:
-            try:
+        try:
+            if not result.store_error:
                 recorder.stop = None  # the cells already computed are kept, even after Ctrl-C
-                count(recorder.flush())
-            except StoreFailed as err:
-                result.store_error = str(err)
-            except KeyboardInterrupt:  # a second Ctrl-C while the last batch is written
-                result.interrupted = True
-        count(recorder.take_cut())
-        recorder.close()
+                count(recorder.drain())
+        except StoreFailed as err:
+            result.store_error = str(err)
+        except KeyboardInterrupt:  # a second Ctrl-C while the last batches are written
+            result.interrupted = True
+        finally:
+            count(recorder.close())
     if result.interrupted or result.store_error:
         result.cancelled = len(todo) - result.processed
     result.dispatch_s = time.perf_counter() - dispatch_started

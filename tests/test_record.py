@@ -1,0 +1,127 @@
+"""The recorder writes one batch in a thread while the driver goes on (sweeper/record.py)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from mlflow import MlflowClient
+
+from sweeper.bulk import BulkWriter
+from sweeper.cells import Cell
+from sweeper.execute import Outcome
+from sweeper.progress import Progress
+from sweeper.record import Batching, Recorder, open_writer
+from sweeper.tracking import StoreFailed, Tracker
+
+
+def _cell(seed: int) -> Cell:
+    return Cell({"cell": "sweeper.toy.cell", "seed": seed, "horizon": 10})
+
+
+def _outcome(seed: int) -> Outcome:
+    return Outcome("FINISHED", result={"summary": {"total": float(seed)}}, wall_s=0.01)
+
+
+@pytest.fixture
+def recording(tracking_uri, capsys):
+    """A tracker, its sweep's parent run and a recorder writing straight into sqlite."""
+    tracker = Tracker(tracking_uri, "record")
+    parent = tracker.parent_run("sweep", "{}")
+    batching = Batching(database=tracking_uri, batch_size=2, patience_s=5)
+    recorder = Recorder(tracker, parent, batching, Progress(6), open_writer(batching, tracker))
+    yield tracker, parent, recorder
+    recorder.close()
+
+
+def test_flush_hands_a_batch_over_and_the_next_flush_returns_it(recording, monkeypatch):
+    tracker, parent, recorder = recording
+    release, writing, threads = threading.Event(), threading.Event(), []
+    original = BulkWriter.write
+
+    def slow(self, records):
+        threads.append(threading.current_thread().name)
+        writing.set()
+        assert release.wait(10)
+        return original(self, records)
+
+    monkeypatch.setattr(BulkWriter, "write", slow)
+    for seed in (0, 1):
+        recorder.add(_cell(seed), _outcome(seed), [])
+    assert recorder.flush() == []  # handed over: the driver does not wait for the write
+    assert writing.wait(10)
+    recorder.add(_cell(2), _outcome(2), [])  # received while the first batch is written
+    second_received = recorder.batch[0][3]
+    release.set()
+    first = recorder.flush()  # waits for the first batch, hands over the second
+    assert [cell.config["seed"] for cell, _, _ in first] == [0, 1]
+    rest = recorder.drain()
+    assert [cell.config["seed"] for cell, _, _ in rest] == [2]
+    assert set(threads) == {"sweeper-record_0"}
+    runs = MlflowClient(tracker.uri).search_runs([tracker.experiment_id], "tags.seed != ''")
+    assert sorted(r.data.tags["seed"] for r in runs) == ["0", "1", "2"]
+    # The mark only covers what the table holds: the first batch's mark is its closing
+    # time, before the third cell was received; the last is past every cell.
+    until = int(tracker.client.get_run(parent).data.tags["table_until"])
+    assert until >= second_received
+    table = tracker.table(parent).read()
+    assert sorted(table["seed"]) == [0, 1, 2]
+
+
+def test_a_mark_never_passes_a_cell_of_a_later_batch(recording, monkeypatch):
+    tracker, parent, recorder = recording
+    marks = []
+    original = Tracker.write_cells_table
+
+    def spy(self, run_id, rows, until=None):
+        marks.append(until)
+        return original(self, run_id, rows, until)
+
+    monkeypatch.setattr(Tracker, "write_cells_table", spy)
+    received = []
+    for seed in range(6):
+        recorder.add(_cell(seed), _outcome(seed), [])
+        received.append(recorder.batch[-1][3])
+        time.sleep(0.003)
+        if recorder.due():
+            recorder.flush()
+    recorder.drain()
+    assert len(marks) == 3
+    for batch, mark in enumerate(marks):
+        assert all(r <= mark for r in received[: 2 * batch + 2])
+        assert all(r >= mark for r in received[2 * batch + 2 :])
+
+
+def test_a_failed_batch_is_raised_by_the_next_flush_the_open_one_kept(recording, monkeypatch):
+    _, _, recorder = recording
+
+    def full(self, records):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(BulkWriter, "write", full)
+    for seed in (0, 1):
+        recorder.add(_cell(seed), _outcome(seed), [])
+    recorder.flush()
+    recorder.add(_cell(2), _outcome(2), [])
+    with pytest.raises(StoreFailed, match="No space left on device"):
+        recorder.flush()
+    assert [cell.config["seed"] for cell, _, _, _ in recorder.batch] == [2]
+    assert recorder.close() == []  # nothing of the failed batch was written
+
+
+def test_close_ends_a_wait_for_a_store_that_is_away(recording, monkeypatch):
+    """A second Ctrl-C while the writer waits for the store: close() cuts the wait short."""
+    _, _, recorder = recording
+    recorder.batching.patience_s = 600
+
+    def away(self, records):
+        raise ConnectionRefusedError("connection refused")
+
+    monkeypatch.setattr(BulkWriter, "write", away)
+    recorder.add(_cell(0), _outcome(0), [])
+    recorder.flush()
+    time.sleep(0.3)  # the writer is waiting out its first backoff
+    started = time.monotonic()
+    assert recorder.close() == []
+    assert time.monotonic() - started < 2
