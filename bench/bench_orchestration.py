@@ -271,7 +271,7 @@ def _server_rates(work: Path, cells: list[Cell], outcomes: list) -> list[str]:
 def _log_rate(db: Path, cells: list[Cell], outcomes: list, in_place: bool) -> float:
     tracker = Tracker(f"sqlite:///{db}", "logging")
     if not in_place:
-        tracker._local_artifact_dir = lambda run_id, artifact_uri=None: None  # type: ignore[method-assign]
+        tracker.artifact_dir = lambda run_id, artifact_uri=None: None  # type: ignore[method-assign]
     times = []
     for cell, outcome in zip(cells, outcomes, strict=True):
         _, seconds = _timed(tracker.log_cell, cell, outcome, None)

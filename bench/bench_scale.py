@@ -7,17 +7,19 @@ Each measurement runs ``python -m sweeper task=toy horizon=2000 seeds=N`` exactl
 would (a toy cell takes microseconds and returns a 2000-step curve, downsampled to 500
 points, and a ``cell.npz``), on embedded Ray, into:
 
-- the embedded sqlite store (the default);
-- an ``mlflow server`` on a sqlite file;
-- an ``mlflow server`` on PostgreSQL (``sweeper/servers.py`` starts both on 127.0.0.1).
+- the embedded sqlite store (the default), directly and through MLflow's API;
+- an ``mlflow server`` on PostgreSQL (``sweeper/servers.py`` starts both on 127.0.0.1),
+  directly and through the server's API with 4 and 16 writers.
 
 Measured: cells/s of the whole sweep (Ray start excluded: the driver's own rate from its
-summary line), the driver process's peak resident memory (/proc, sampled every 0.2 s)
-at each ``--memory`` size, the resume check of the same command started again (every cell
-skipped) and the report of the experiment. Written to ``bench/results/scale.md`` with the
-machine's load. The issue's targets: >= 200 cells/s into PostgreSQL, >= 50 into sqlite,
-memory flat within 10% from 1,000 to 20,000 cells, resume of 50,000 cells < 1 s, report of
-10,000 cells < 30 s.
+summary line; for direct writes the median of ``--repeats`` sweeps), the driver process's
+peak resident memory (/proc, sampled every 0.2 s) at each ``--memory`` size, the resume
+check of the same command started again (every cell skipped), the report of the
+experiment, and a sweep of ``--cells`` into the server on PostgreSQL during which the
+server, then PostgreSQL, restart (is each cell recorded once?). Written to
+``bench/results/scale.md`` with the machine's load. The issue's targets: >= 200 cells/s
+into PostgreSQL, >= 50 into sqlite, memory flat within 10% from 1,000 to 20,000 cells,
+resume of 50,000 cells < 1 s, report of 10,000 cells < 30 s.
 """
 
 from __future__ import annotations
@@ -34,7 +36,18 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sweeper.servers import mlflow_server, postgres
+import sqlalchemy as sa
+
+from sweeper.servers import (
+    finished_runs,
+    free_port,
+    mlflow_server,
+    pg_start,
+    pg_stop,
+    postgres,
+    start_mlflow_server,
+    stop,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 RATE = re.compile(r"in [^(]*\(([\d.]+)s; ([\d.]+) cells/s\)")
@@ -52,10 +65,12 @@ def sweep(uri: str, cells: int, name: str, cwd: Path, *extra: str) -> dict[str, 
     started = time.perf_counter()
     process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True)  # fmt: skip
-    peak = 0
+    samples = []
     while process.poll() is None:
-        peak = max(peak, rss(process.pid))
+        samples.append(rss(process.pid))
         time.sleep(0.2)
+    samples = [m for m in samples if m] or [0]
+    peak, late = max(samples), statistics.median(samples[len(samples) // 2 :])
     output = process.stdout.read()
     wall = time.perf_counter() - started
     found = RATE.search(output)
@@ -63,7 +78,7 @@ def sweep(uri: str, cells: int, name: str, cwd: Path, *extra: str) -> dict[str, 
         raise RuntimeError(f"the sweep failed ({process.returncode}):\n{output[-2000:]}")
     resume = RESUME.search(output)
     return {"wall_s": wall, "rate": float(found.group(2)), "sweep_s": float(found.group(1)),
-            "rss_mb": peak / 2**20,
+            "rss_mb": peak / 2**20, "late_rss_mb": late / 2**20,
             "resume_s": float(resume.group(1)) if resume else float("nan")}  # fmt: skip
 
 
@@ -75,6 +90,58 @@ def rss(pid: int) -> int:
         return 0
     found = re.search(r"VmRSS:\s+(\d+) kB", status)
     return int(found.group(1)) * 1024 if found else 0
+
+
+def restarts(cells: int, work: Path) -> dict[str, float]:
+    """A ``cells``-cell sweep into a server on PostgreSQL that restarts the server (killed,
+    started again 3 s later) at a third of the cells and PostgreSQL at two thirds; the
+    sweep's rate, the cells recorded when each restart began, FINISHED runs per cell."""
+    database = pg_start(work / "pg-faults", free_port())
+    port = free_port()
+    server, uri = start_mlflow_server(database, work / "art-faults", port=port)
+    command = [sys.executable, "-m", "sweeper", "task=toy", "horizon=2000", f"seeds={cells}",
+               f"tracking.uri={uri}", f"tracking.database={database}",
+               f"tracking.artifacts_destination={work / 'art-faults'}",
+               "experiment.name=faults", f"hydra.run.dir={work}/hydra"]  # fmt: skip
+    process = subprocess.Popen(command, cwd=work, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    at = []
+    try:
+        for fraction, restart in ((1 / 3, "server"), (2 / 3, "postgresql")):
+            while finished_runs(database) < fraction * cells and process.poll() is None:
+                time.sleep(0.2)
+            at.append(finished_runs(database))
+            if restart == "server":
+                stop(server)
+                time.sleep(3)
+                server, _ = start_mlflow_server(database, work / "art-faults", port=port)
+            else:
+                pg_stop(work / "pg-faults")
+                time.sleep(3)
+                pg_start(work / "pg-faults", int(database.rsplit(":", 1)[1].split("/")[0]))
+        output, _ = process.communicate(timeout=1800)
+        engine = sa.create_engine(database)
+        with engine.connect() as connection:
+            per_cell = connection.execute(sa.text(
+                "select count(*) from runs r join tags t on t.run_uuid = r.run_uuid "
+                "and t.key = 'cell_key' where r.status = 'FINISHED' group by t.value"
+            )).scalars().all()  # fmt: skip
+            running = connection.execute(
+                sa.text("select count(*) from runs where status = 'RUNNING'")
+            ).scalar()
+        engine.dispose()
+    finally:
+        if process.poll() is None:
+            process.kill()
+        stop(server)
+        pg_stop(work / "pg-faults")
+    found = RATE.search(output)
+    return {"rate": float(found.group(2)) if found else float("nan"),
+            "exit": process.returncode, "at": at, "cells": len(per_cell),
+            "once": sum(1 for n in per_cell if n == 1), "running": int(running),
+            "waited": output.count("the MLflow store does not answer"),
+            "failed": next((line for line in output.splitlines()
+                            if line.startswith("The MLflow store failed")), "")}  # fmt: skip
 
 
 def report_time(uri: str, name: str, cwd: Path) -> float:
@@ -122,16 +189,17 @@ def main() -> None:
                 measure(f"mlflow server on PostgreSQL, MLflow API, {threads} writers", uri,
                         args.api_cells, "tracking.direct_writes=false",
                         f"tracking.log_threads={threads}")  # fmt: skip
+        faults = restarts(args.cells, work) if args.cells else None
         for size in (int(s) for s in args.memory.split(",")):
             memory.append((size, sweep(f"sqlite:///{work}/mem{size}.db", size, "mem", work)))
         uri = f"sqlite:///{work}/resume.db"
         sweep(uri, args.resume, "resume", work)
         resumes.append((args.resume, sweep(uri, args.resume, "resume", work)))
     load_after = os.getloadavg()
-    write(args, rows, memory, resumes, load_before, load_after)
+    write(args, rows, memory, resumes, faults, load_before, load_after)
 
 
-def write(args, rows, memory, resumes, load_before, load_after) -> None:
+def write(args, rows, memory, resumes, faults, load_before, load_after) -> None:
     lines = [
         "# The driver at scale (bench/bench_scale.py)",
         "",
@@ -162,12 +230,28 @@ def write(args, rows, memory, resumes, load_before, load_after) -> None:
         lines.append(f"| {store} | {cells} | {rate} | {first['sweep_s']:.0f} | "
                      f"{again['resume_s']:.2f} | {again['wall_s']:.1f} | {report_s:.1f} | "
                      f"{max(r['rss_mb'] for r in runs):.0f} |")  # fmt: skip
-    lines += ["", "Driver peak resident memory by sweep size (embedded sqlite, direct writes):",
-              "", "| cells | peak RSS (MB) | cells/s |", "|---|---|---|"]  # fmt: skip
-    lines += [f"| {n} | {r['rss_mb']:.0f} | {r['rate']:.1f} |" for n, r in memory]
+    lines += ["", "Driver resident memory by sweep size (embedded sqlite, direct writes): its "
+              "peak, and the median of the samples of the second half of the command's life "
+              "(the level it holds while cells are recorded):",
+              "", "| cells | peak RSS (MB) | RSS, second half (MB) | cells/s |",
+              "|---|---|---|---|"]  # fmt: skip
+    lines += [f"| {n} | {r['rss_mb']:.0f} | {r['late_rss_mb']:.0f} | {r['rate']:.1f} |"
+              for n, r in memory]  # fmt: skip
     lines += ["", "Resume check of a large experiment (embedded sqlite):", "",
               "| cells | resume check (s) | resume command (s) |", "|---|---|---|"]  # fmt: skip
     lines += [f"| {n} | {r['resume_s']:.2f} | {r['wall_s']:.1f} |" for n, r in resumes]
+    if faults is not None:
+        lines += ["", f"Faults at scale: {args.cells} cells into the server on PostgreSQL; the "
+                  "server killed and started again 3 s later once a third of the cells were "
+                  "recorded, then PostgreSQL once two thirds were:", "",
+                  "| restarts began at (cells recorded) | progress lines saying the wait | "
+                  "exit status | cells/s | cells with exactly one FINISHED run | RUNNING runs |",
+                  "|---|---|---|---|---|---|",
+                  f"| {' and '.join(str(n) for n in faults['at'])} | {faults['waited']} | "
+                  f"{faults['exit']} | {faults['rate']:.1f} | {faults['once']} of "
+                  f"{faults['cells']} | {faults['running']} |"]  # fmt: skip
+        if faults["failed"]:
+            lines += ["", f"The sweep stopped: {faults['failed']}"]
     args.out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

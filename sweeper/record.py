@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 from omegaconf import DictConfig
 
+from sweeper import memory
 from sweeper.bulk import BulkWriter, RunRecord, database_of
 from sweeper.cells import Cell
 from sweeper.errors import SweepError
@@ -51,8 +52,13 @@ TRANSIENT = (
     "remotedisconnected",
     "connection aborted",
     "database is locked",
+    "the connection is lost",
+    "consuming input failed",
     "the database system is starting up",
     "the database system is shutting down",
+    "the database system is not yet accepting connections",
+    "the database system is not accepting connections",
+    "the database system is in recovery mode",
     "code 502",
     "code 503",
     "code 504",
@@ -158,6 +164,7 @@ class Recorder:
         self.pending: Future[list[Logged]] | None = None  # the batch being written
         self.batch: list[Received] = []
         self.opened = 0.0
+        self.mark = 0  # the last batch's closing time (ms): later cells are received at or after it
         self.cut: list[Logged] = []
         self.stop: Any = None  # the driver's stop request: a Ctrl-C ends a wait for the store
         self.closing = False
@@ -170,7 +177,7 @@ class Recorder:
     def add(self, cell: Cell, outcome: Outcome, supersedes: list[str]) -> None:
         if not self.batch:
             self.opened = time.monotonic()
-        self.batch.append((cell, outcome, supersedes, now_ms()))
+        self.batch.append((cell, outcome, supersedes, max(now_ms(), self.mark)))
 
     def due(self) -> bool:
         """A full batch, or one open for ``batch_s`` seconds."""
@@ -186,7 +193,8 @@ class Recorder:
         done = self._wait()
         if self.batch:
             batch, self.batch = self.batch, []
-            self.pending = self.thread.submit(self._record, batch, now_ms())
+            self.mark = max(received for _, _, _, received in batch) + 1
+            self.pending = self.thread.submit(self._record, batch, self.mark)
         return done
 
     def drain(self) -> list[Logged]:
@@ -221,7 +229,9 @@ class Recorder:
 
     def _record(self, batch: list[Received], closed: int) -> list[Logged]:
         """Write a batch: its runs, then its table part, then the table's mark, ``closed``
-        (ms): every cell received before it is in this batch or an earlier one. When the
+        (ms): every cell received before it is in this batch or an earlier one, every cell
+        received at or after it in a later one (so the resume index searches only those,
+        ``end_time >= mark``). When the
         store fails part way, the cells whose runs were written are kept in :attr:`cut`
         (their rows are rebuilt by the next start)."""
         made = [
@@ -246,6 +256,7 @@ class Recorder:
         except BaseException:
             self.cut = logged
             raise
+        memory.give_back()
         return logged
 
     def _write(self, records: list[RunRecord]) -> None:
@@ -255,7 +266,7 @@ class Recorder:
             later = []
             for record in records:
                 uri = self.writer.artifact_uri(record.run_id)
-                local = self.tracker._local_artifact_dir(record.run_id, uri)
+                local = self.tracker.artifact_dir(record.run_id, uri)
                 for name, data in record.artifacts.items():
                     if local is None:
                         later.append((record.run_id, uri, name, data))

@@ -129,6 +129,22 @@ def postgres(directory: Path, port: int | None = None) -> Iterator[str]:
         pg_stop(directory)
 
 
+def finished_runs(database: str) -> int:
+    """FINISHED runs in an MLflow database, read straight from it (0 while it is down): how
+    a fault test or bench follows a sweep while its server may be away."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(database)
+    try:
+        with engine.connect() as connection:
+            query = "select count(*) from runs where status = 'FINISHED'"
+            return int(connection.execute(sa.text(query)).scalar())
+    except sa.exc.SQLAlchemyError:
+        return 0
+    finally:
+        engine.dispose()
+
+
 def wait_until_healthy(uri: str, process: subprocess.Popen, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while True:

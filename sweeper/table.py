@@ -14,7 +14,6 @@ file, and every part write is a few rows.
 
 from __future__ import annotations
 
-import ctypes
 import io
 import re
 import shutil
@@ -28,6 +27,8 @@ from urllib.parse import unquote, urlparse
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from sweeper import memory
 
 CELLS_TABLE = "cells.parquet"
 PARTS = "cells"
@@ -151,7 +152,7 @@ class CellTable:
         """Stream the consolidated file and the parts into a new consolidated file (one
         record batch in memory at a time, each run id once), then delete the parts it
         holds."""
-        _give_back_freed_memory()
+        memory.lean()
         with tempfile.TemporaryDirectory() as tmp:
             through = self._through(Path(tmp))
             numbers = [n for n in self._part_numbers() if n > through]
@@ -169,10 +170,12 @@ class CellTable:
             last = _last_positions(sources)
             meta = schema.with_metadata({THROUGH: str(numbers[-1]).encode()})
             with pq.ParquetWriter(target, meta) as writer:
-                for i, path in enumerate(sources):  # one file open, one batch read, at a time
+                # One file open, one batch read, at a time, in this thread (Arrow's reader
+                # threads would hold buffers of their own: twice the peak).
+                for i, path in enumerate(sources):
                     offset = 0
                     with pq.ParquetFile(path) as source:
-                        for batch in source.iter_batches(batch_size=BATCH_ROWS):
+                        for batch in source.iter_batches(batch_size=BATCH_ROWS, use_threads=False):
                             part = _conform(pa.Table.from_batches([batch]), schema)
                             part = _newest(part, i, offset, last)
                             offset += batch.num_rows
@@ -284,7 +287,7 @@ def _last_positions(sources: Sequence[Path]) -> dict[str, tuple[int, int]]:
         with pq.ParquetFile(path) as source:
             if "run_id" not in source.schema_arrow.names:
                 continue
-            ids = source.read(columns=["run_id"]).column("run_id").to_pylist()
+            ids = source.read(columns=["run_id"], use_threads=False).column("run_id").to_pylist()
         last.update({run_id: (i, j) for j, run_id in enumerate(ids)})
     return last
 
@@ -296,21 +299,3 @@ def _newest(table: pa.Table, source: int, offset: int, last: dict) -> pa.Table:
     ids = table.column("run_id").to_pylist()
     keep = [last.get(run_id) == (source, offset + j) for j, run_id in enumerate(ids)]
     return table.filter(pa.array(keep))
-
-
-def _give_back_freed_memory() -> None:
-    """Let the process give the memory a consolidation frees back to the OS: Arrow's
-    default pool (mimalloc) and glibc's malloc (above its trim threshold) keep freed pages
-    resident, so a driver's peak memory would grow with the table it streams (issue #15:
-    +40 MB at 8,000 rows; +4 MB with these settings). Once per process."""
-    global _LEAN
-    if _LEAN:
-        return
-    _LEAN = True
-    pa.set_memory_pool(pa.system_memory_pool())
-    with suppress(OSError, AttributeError):  # glibc only
-        ctypes.CDLL("libc.so.6").mallopt(M_TRIM_THRESHOLD, 0)
-
-
-_LEAN = False
-M_TRIM_THRESHOLD = -1  # glibc's mallopt parameter (malloc.h)

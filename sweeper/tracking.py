@@ -265,6 +265,33 @@ def search_all(client: MlflowClient, experiment_id: str, filter_string: str = ""
             return runs
 
 
+def search_mark(parent: Any, has_table: bool) -> int | None:
+    """From when (``end_time``, ms) the cell runs of sweep ``parent`` must be searched
+    because its table may lack them; None when its table holds them all. A sweep that ended
+    FINISHED wrote every run's row before it ended; another one (RUNNING, KILLED, FAILED)
+    holds every run that ended before its ``table_until`` mark; one without a table, none.
+    """
+    if has_table and parent.info.status == "FINISHED":
+        return None
+    until = int(number_or_none(parent.data.tags.get("table_until")) or 0) if has_table else 0
+    return until - CLOCK_MARGIN_MS
+
+
+def runs_after_marks(client: MlflowClient, experiment_id: str, marks: Mapping[str, int]) -> list:
+    """The cell runs of each sweep of ``marks`` (parent run id -> :func:`search_mark`) that
+    ended at or after its mark: one search by ``end_time`` (a search that joins the parent
+    tag is slow), matched to their parent here."""
+    if not marks:
+        return []
+    after = search_all(client, experiment_id, f"attributes.end_time >= {min(marks.values())}")
+    return [
+        r
+        for r in after
+        if r.data.tags.get("mlflow.parentRunId") in marks
+        and int(r.info.end_time or 0) >= marks[r.data.tags["mlflow.parentRunId"]]
+    ]
+
+
 class Tracker:
     """The driver's MLflow writer and the resume index."""
 
@@ -329,10 +356,8 @@ class Tracker:
     def resume_index(self, parents: list[Any] | None = None) -> ResumeIndex:
         """Finished cells and RUNNING leftovers of the experiment (see the module docstring).
 
-        A sweep that ended FINISHED wrote every run's row before it ended, so only the
-        others (RUNNING, KILLED, FAILED, or without a table) are searched for runs after
-        their table's mark: in one search by ``end_time`` (fast; a search that joins the
-        parent tag is not), the runs then matched to their parent here."""
+        The tables' lean columns, then the runs they may lack (:func:`search_mark`,
+        :func:`runs_after_marks`)."""
         parents = self.sweep_parents() if parents is None else parents
         if len(parents) > MAX_INDEX_PARENTS:
             return self._index_from_runs(self.runs("tags.cell_key != ''"))
@@ -347,18 +372,10 @@ class Tracker:
             for table in tables:
                 self._index_table(table, run_id, index)
             index.tables += bool(tables)
-            if not tables or parent.info.status != "FINISHED":
-                until = int(parent.data.tags.get("table_until", 0)) if tables else 0
-                marks[run_id] = until - CLOCK_MARGIN_MS
-        if marks:
-            after = self.runs(f"attributes.end_time >= {min(marks.values())}")
-            delta = [
-                r
-                for r in after
-                if r.data.tags.get("mlflow.parentRunId") in marks
-                and int(r.info.end_time or 0) >= marks[r.data.tags["mlflow.parentRunId"]]
-            ]
-            self._index_from_runs(delta, index)
+            mark = search_mark(parent, bool(tables))
+            if mark is not None:
+                marks[run_id] = mark
+        self._index_from_runs(runs_after_marks(self.client, self.experiment_id, marks), index)
         return index
 
     @staticmethod
@@ -546,7 +563,7 @@ class Tracker:
         """The sweep table of parent run ``run_id`` (:mod:`sweeper.table`)."""
         if run_id not in self._tables:
             uri = self.client.get_run(run_id).info.artifact_uri
-            io_ = ArtifactIO(self.client, lambda _: self._local_artifact_dir(run_id, uri))
+            io_ = ArtifactIO(self.client, lambda _: self.artifact_dir(run_id, uri))
             self._tables[run_id] = CellTable(io_, run_id)
         return self._tables[run_id]
 
@@ -571,7 +588,7 @@ class Tracker:
             return None
 
     # --- artifacts ------------------------------------------------------------------
-    def _local_artifact_dir(self, run_id: str, artifact_uri: str | None = None) -> Path | None:
+    def artifact_dir(self, run_id: str, artifact_uri: str | None = None) -> Path | None:
         """The run's artifact directory when it is on this file system (a local store, or a
         server's artifact destination given as ``artifacts_destination``)."""
         uri = artifact_uri or self.client.get_run(run_id).info.artifact_uri
@@ -584,7 +601,7 @@ class Tracker:
     ) -> None:
         """Write ``data`` as artifact ``name``: straight into a local artifact directory
         (atomically, by rename), else through the MLflow client."""
-        local = self._local_artifact_dir(run_id, artifact_uri)
+        local = self.artifact_dir(run_id, artifact_uri)
         if local is not None:
             local.mkdir(parents=True, exist_ok=True)
             partial = local / f".{name}.partial"
@@ -763,7 +780,7 @@ class Tracker:
     def _read_npz(self, run_id: str, artifact_uri: str) -> dict[str, Any] | None:
         """A cell's curves and trace back from its ``cell.npz``, or None."""
         try:
-            local = self._local_artifact_dir(run_id, artifact_uri)
+            local = self.artifact_dir(run_id, artifact_uri)
             if local is not None:
                 data = (local / CELL_ARTIFACT).read_bytes()
             else:
@@ -786,21 +803,22 @@ class Tracker:
 
 def _curve_columns(result: Mapping[str, Any], declared: Iterable[str]) -> dict[str, Any]:
     """The table's curve_step, curve_<name> (each ``declared`` curve the result has) and
-    hp_<name> columns of a cell's result; the declared curves share one length."""
+    hp_<name> columns of a cell's result, as arrays of at most :data:`CURVE_POINTS`; the
+    declared curves share one length."""
     columns: dict[str, Any] = {}
     curves = result.get("curves") or {}
     for name in declared:
         if name in curves:
             steps, values = downsample(np.asarray(curves[name]))
-            columns["curve_step"] = steps.tolist()
-            columns[f"curve_{name}"] = values.tolist()
+            columns["curve_step"] = steps
+            columns[f"curve_{name}"] = values
     trace = result.get("trace") or {}
     names = [str(n) for n in trace.get("names", [])]
     if names:
         values = np.asarray(trace["values"], dtype=float)
         values = values[:, None] if values.ndim == 1 else values
         for i, name in enumerate(names):
-            columns[f"hp_{name}"] = downsample(values[:, i])[1].tolist()
+            columns[f"hp_{name}"] = downsample(values[:, i])[1]
     return columns
 
 

@@ -69,7 +69,7 @@ def replace_table():
     ``rows``, as a driver killed before its last table part leaves it."""
 
     def replace(tracker, parent: str, rows) -> None:
-        local = tracker._local_artifact_dir(parent)
+        local = tracker.artifact_dir(parent)
         (local / "cells.parquet").unlink(missing_ok=True)
         shutil.rmtree(local / "cells", ignore_errors=True)
         tracker.write_cells_table(parent, rows)

@@ -14,27 +14,13 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 from mlflow import MlflowClient
 
-from sweeper.servers import free_port, pg_start, pg_stop, start_mlflow_server, stop
+from sweeper.servers import finished_runs, free_port, pg_start, pg_stop, start_mlflow_server, stop
 
 pytestmark = pytest.mark.slow
 CELLS = 2000
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _finished_runs(database: str) -> int:
-    """FINISHED runs in the database (read straight from it: the server may be down)."""
-    engine = sa.create_engine(database)
-    try:
-        with engine.connect() as connection:
-            query = "select count(*) from runs where status = 'FINISHED'"
-            return int(connection.execute(sa.text(query)).scalar())
-    except sa.exc.SQLAlchemyError:
-        return 0
-    finally:
-        engine.dispose()
 
 
 def _sweep_with_a_restart(tmp: Path, restart, *extra: str):
@@ -53,10 +39,10 @@ def _sweep_with_a_restart(tmp: Path, restart, *extra: str):
                              stderr=subprocess.STDOUT, text=True)  # fmt: skip
     try:
         deadline = time.monotonic() + 300
-        while _finished_runs(database) < 300 and sweep.poll() is None:
+        while finished_runs(database) < 300 and sweep.poll() is None:
             assert time.monotonic() < deadline, "the sweep recorded no cells"
             time.sleep(0.2)
-        restart_at = _finished_runs(database)
+        restart_at = finished_runs(database)
         restart(servers, database, port, tmp)
         output, _ = sweep.communicate(timeout=600)
         assert sweep.returncode == 0, output[-3000:]

@@ -3,7 +3,10 @@
 Each sweep's parent run (tag ``role=sweep``) contributes its ``config.yaml`` and its
 consolidated ``cells.parquet`` (one download per sweep); one search per sweep lists only
 the runs it logged after its table's last flush (tag ``table_until``), as the sweeper's
-resume index does (beyond MAX_INDEX_PARENTS sweeps: one search of all cell runs). A cell
+resume index does (beyond MAX_INDEX_PARENTS sweeps: one search of all cell runs). Unlike
+the resume index, the report searches the sweeps that ended FINISHED too, and with a
+margin of CLOCK_MARGIN_MS: it reads whatever state a store is in (a table edited or
+restored by hand), and a cell missing from a report is worse than a few seconds' search. A cell
 is represented by its newest FINISHED run, else its newest FAILED run; a chosen run that
 no table holds (a sweep killed before it wrote its table) is rebuilt from the run itself:
 its metrics, the step history of each curve its family declares and its params. Cell
@@ -29,11 +32,8 @@ from sweeper.errors import SweepError
 from sweeper.grid import CONF_DIR
 from sweeper.table import CELLS_TABLE, CellTable, run_artifacts
 from sweeper.task import Task, task_of_config
-from sweeper.tracking import check_store, number_or_none, search_all
+from sweeper.tracking import MAX_INDEX_PARENTS, check_store, number_or_none, search_all
 
-MAX_INDEX_PARENTS = 16
-"""Past this many sweeps in one experiment, one search of all cell runs replaces the
-per-sweep searches (as the sweeper's resume index does)."""
 CLOCK_MARGIN_MS = 5_000
 
 MARKS = "marks"
