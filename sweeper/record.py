@@ -2,7 +2,8 @@
 
 The driver hands each finished cell to a :class:`Recorder`, which writes them a batch at a
 time (``tracking.batch_size`` cells, or whatever has arrived after ``tracking.batch_s``
-seconds): the batch's runs, then its rows as a part of the sweep's table
+seconds) in a writer thread, while the driver goes on dispatching and gathers the next
+batch: the batch's runs, then its rows as a part of the sweep's table
 (:mod:`sweeper.table`), then the table's ``table_until`` mark. Runs go in one transaction
 straight into the store's database when the driver can reach it (:mod:`sweeper.bulk`),
 else through MLflow's API (``tracking.log_threads`` in parallel for a tracking server).
@@ -231,9 +232,8 @@ class Recorder:
         """Write a batch: its runs, then its table part, then the table's mark, ``closed``
         (ms): every cell received before it is in this batch or an earlier one, every cell
         received at or after it in a later one (so the resume index searches only those,
-        ``end_time >= mark``). When the
-        store fails part way, the cells whose runs were written are kept in :attr:`cut`
-        (their rows are rebuilt by the next start)."""
+        ``end_time >= mark``). When the store fails part way, the cells whose runs were
+        written are kept in :attr:`cut` (their rows are rebuilt by the next start)."""
         made = [
             self.tracker.record_of(cell, outcome, self.parent, supersedes, received)
             for cell, outcome, supersedes, received in batch
