@@ -42,7 +42,7 @@ test-scale: $(STAMP)  ## PostgreSQL-backed server: batches, a server and a datab
 bench-scale: $(STAMP)  ## cells/s per store, driver memory, resume and report times; starts/stops PostgreSQL itself
 	$(BIN)/python bench/bench_scale.py $(ARGS)
 
-tracking-server: $(STAMP)  ## PostgreSQL + mlflow server on 127.0.0.1 in DIR (default /tmp/sweeper-tracking); Ctrl-C stops
+tracking-server: $(STAMP)  ## PostgreSQL + mlflow server on 127.0.0.1 in DIR (default /tmp/sweeper-tracking); Ctrl-C or kill <pid> stops
 	$(BIN)/python -m sweeper.servers --postgres --dir $(or $(DIR),/tmp/sweeper-tracking)
 
 test-experiments: $(STAMP)  ## every experiment of conf/exp/ at reduced size, on Ray (slow)
