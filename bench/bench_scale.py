@@ -42,6 +42,7 @@ from sweeper.servers import (
     finished_runs,
     free_port,
     mlflow_server,
+    pg_restart,
     pg_start,
     pg_stop,
     postgres,
@@ -116,9 +117,7 @@ def restarts(cells: int, work: Path) -> dict[str, float]:
                 time.sleep(3)
                 server, _ = start_mlflow_server(database, work / "art-faults", port=port)
             else:
-                pg_stop(work / "pg-faults")
-                time.sleep(3)
-                pg_start(work / "pg-faults", int(database.rsplit(":", 1)[1].split("/")[0]))
+                pg_restart(work / "pg-faults", database)
         output, _ = process.communicate(timeout=1800)
         engine = sa.create_engine(database)
         with engine.connect() as connection:

@@ -113,6 +113,14 @@ def pg_stop(directory: Path) -> None:
     subprocess.run(_as_postgres(stop_), capture_output=True)
 
 
+def pg_restart(directory: Path, database: str, down_s: float = 3.0) -> None:
+    """Stop the cluster in ``directory/pgdata`` and start it again ``down_s`` seconds later
+    on the port of its URI ``database`` (a fault test's restart)."""
+    pg_stop(directory)
+    time.sleep(down_s)
+    pg_start(directory, int(database.rsplit(":", 1)[1].split("/")[0]))
+
+
 def _pg_ctl(directory: Path) -> list[str]:
     data = directory / "pgdata"
     return [str(pg_bin() / "pg_ctl"), "-D", str(data), "-l", str(directory / "postgres.log")]

@@ -16,7 +16,15 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
-from sweeper.servers import finished_runs, free_port, pg_start, pg_stop, start_mlflow_server, stop
+from sweeper.servers import (
+    finished_runs,
+    free_port,
+    pg_restart,
+    pg_start,
+    pg_stop,
+    start_mlflow_server,
+    stop,
+)
 
 pytestmark = pytest.mark.slow
 CELLS = 2000
@@ -65,9 +73,7 @@ def _restart_server(servers, database, port, tmp) -> None:
 
 
 def _restart_postgres(servers, database, port, tmp) -> None:
-    pg_stop(tmp / "pg")
-    time.sleep(3)
-    pg_start(tmp / "pg", int(database.rsplit(":", 1)[1].split("/")[0]))
+    pg_restart(tmp / "pg", database)
 
 
 def _assert_each_cell_once(runs) -> None:
