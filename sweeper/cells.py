@@ -134,12 +134,19 @@ class Cell:
         return "/".join(p for p in (self.setting, f"seed{self.tags['seed']}") if p)
 
 
-def varying_keys(configs: Sequence[Mapping[str, Any]], candidates: Sequence[str]) -> list[str]:
-    """The ``candidates`` (dotted keys) whose value is not the same in every config."""
-    varying = []
-    for key in dict.fromkeys(candidates):
-        if key == "seed":
-            continue
-        if len({canonical_json({"v": select(c, key)}) for c in configs}) > 1:
-            varying.append(key)
-    return varying
+class Variation:
+    """Which of ``candidates`` (dotted keys) take more than one value over the configs
+    :meth:`add` was given (the seed aside): what a run name must show to tell cells apart."""
+
+    def __init__(self, candidates: Sequence[str]) -> None:
+        self._seen: dict[str, set[str]] = {k: set() for k in dict.fromkeys(candidates)}
+        self._seen.pop("seed", None)
+
+    def add(self, config: Mapping[str, Any]) -> None:
+        for key, seen in self._seen.items():
+            if len(seen) < 2:  # two values already make it vary
+                seen.add(canonical_json({"v": select(config, key)}))
+
+    @property
+    def varying(self) -> tuple[str, ...]:
+        return tuple(k for k, seen in self._seen.items() if len(seen) > 1)

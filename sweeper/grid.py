@@ -20,20 +20,28 @@ is set on the composed config (a mapping value merges into a mapping). An axis t
 sets on the command line (``algorithm=gloc``) keeps only the blocks whose axis lists that
 value and shrinks it to that value; when no block lists it, every block takes it. Cells
 with the same config (hence the same key) are kept once.
+
+``expand`` returns a :class:`Grid`: the composed blocks and each cell's key, a cell's config
+being built again whenever the cell is read, so the driver's memory holds keys, not configs
+(issue #15: flat in the number of cells).
 """
 
 from __future__ import annotations
 
+import bisect
 import copy
 import itertools
+import math
 import pickle
+from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from omegaconf import DictConfig, OmegaConf
 
-from sweeper.cells import ORCHESTRATION_KEYS, TASK_KEY, Cell, cell_key, varying_keys
+from sweeper.cells import ORCHESTRATION_KEYS, TASK_KEY, Cell, Variation, cell_key
 from sweeper.errors import SweepError, whole_number
 from sweeper.paths import CONF_DIR
 from sweeper.task import Task, parse_task
@@ -85,17 +93,44 @@ def expand(
     compose: Composer,
     cli_overrides: Sequence[str] = (),
     conf_dir: Path = CONF_DIR,
-) -> list[Cell]:
+) -> Grid:
     """All cells of the experiment ``cfg``, without duplicates, in a stable order.
 
     ``compose(overrides)`` composes the root config with the command line's overrides
     plus the cell's group choices; ``cli_overrides`` are the command line's overrides.
+    Each cell's config is built once here, to hash its key, and again when it is read
+    from the returned :class:`Grid`.
+    """
+    blocks, value_keys = _compose_blocks(cfg, compose, cli_overrides, conf_dir)
+    positions: dict[str, int] = {}  # cell key -> its first position in the blocks' products
+    variation = Variation(value_keys)
+    position = 0
+    for block in blocks:
+        for index in range(block.size):
+            config = block.config(index)
+            key = cell_key(config)
+            if key not in positions:
+                positions[key] = position
+                variation.add(config)
+            position += 1
+    return Grid(
+        blocks,
+        array("q", positions.values()),
+        list(positions),
+        task_of(cfg).groups,
+        variation.varying,
+    )
+
+
+def _compose_blocks(
+    cfg: DictConfig, compose: Composer, cli_overrides: Sequence[str], conf_dir: Path
+) -> tuple[list[_Block], list[str]]:
+    """The blocks of ``sweep.grid`` (pinned by the command line), composed; and the value
+    axes they sweep.
 
     Hydra composes each option of each group once (a block of 5 algorithms x 4 tuners x 2
     datasets takes 11 compositions, not 40): a group's node depends on its own option, the
     experiment and the command line only, so the nodes are put together per combination.
-    Value axes and seeds are set on plain dicts when the cell's config has no
-    interpolation; otherwise OmegaConf resolves each cell (slower, same result).
     """
     pinned = _pinned(cli_overrides)
     _refuse_option_lists(pinned, conf_dir)
@@ -105,8 +140,6 @@ def expand(
     seed_axis = list(range(seeds)) if seeds is not None else [whole_number(cfg.seed, "seed", 0)]
     grid = OmegaConf.select(cfg, "sweep.grid")
     sweep_grid = OmegaConf.to_container(grid, resolve=True) if grid is not None else None
-    blocks = _pin(_blocks(sweep_grid), _pinned_values(pinned, cfg, conf_dir), conf_dir)
-
     task = task_of(cfg)
     composed: dict[tuple[str, ...], DictConfig] = {}
 
@@ -119,9 +152,8 @@ def expand(
             composed[signature] = compose(overrides)
         return composed[signature]
 
-    configs: dict[str, dict[str, Any]] = {}
-    value_keys: list[str] = []
-    for block in blocks:
+    blocks, value_keys = [], []
+    for block in _pin(_blocks(sweep_grid), _pinned_values(pinned, cfg, conf_dir), conf_dir):
         groups = [k for k in block if is_group(k, conf_dir)]
         for group in groups:
             for value in block[group]:
@@ -138,6 +170,7 @@ def expand(
             for g in groups
             for v in block[g]
         }
+        configs = []
         for group_values in itertools.product(*(block[g] for g in groups)):
             config = copy.deepcopy(base)
             for g, v in zip(groups, group_values, strict=True):
@@ -145,18 +178,94 @@ def expand(
             plain = not _has_interpolation(
                 {k: v for k, v in config.items() if k not in ORCHESTRATION_KEYS}
             )
-            for values in itertools.product(*(block[k] for k in values_axes)):
-                for seed in seeds_here:
-                    settings = [*zip(values_axes, values, strict=True), ("seed", seed)]
-                    cell = _cell(config, settings, plain)
-                    configs.setdefault(cell_key(cell), cell)
-    varying = tuple(varying_keys(list(configs.values()), value_keys))
-    cells = []
-    for key, config in configs.items():
-        cell = Cell(config, task.groups, varying)
-        cell.__dict__["key"] = key  # Cell.key is a cached_property: hashed once, here
-        cells.append(cell)
-    return cells
+            configs.append((config, plain))
+        axes = (*values_axes, "seed")
+        values = (*(tuple(block[k]) for k in values_axes), tuple(seeds_here))
+        blocks.append(_Block(tuple(configs), axes, values))
+    return blocks, value_keys
+
+
+@dataclass(frozen=True)
+class _Block:
+    """One block of ``sweep.grid``, composed: a config per combination of its group options
+    (``plain`` when no interpolation is left in it) and its value axes, the seed last.
+
+    Its cells are the product of the combinations and the axes' values, the last axis
+    varying fastest; cell ``index`` is that position in the product.
+    """
+
+    configs: tuple[tuple[dict[str, Any], bool], ...]
+    axes: tuple[str, ...]
+    values: tuple[tuple[Any, ...], ...]
+
+    @property
+    def size(self) -> int:
+        return len(self.configs) * math.prod(len(v) for v in self.values)
+
+    def config(self, index: int) -> dict[str, Any]:
+        """The resolved config of the block's cell ``index`` (0 <= index < size)."""
+        settings = []
+        for axis, values in zip(reversed(self.axes), reversed(self.values), strict=True):
+            index, chosen = divmod(index, len(values))
+            settings.append((axis, values[chosen]))
+        config, plain = self.configs[index]
+        return _cell(config, settings[::-1], plain)
+
+
+class Grid(Sequence[Cell]):
+    """The cells of an experiment, each built when it is read.
+
+    A grid holds its composed blocks and, per distinct cell, only its key and its position
+    in the blocks' products; ``grid[i]`` builds cell ``i`` (a copy of its block's config with
+    its values set). The driver of a 100,000-cell sweep thus holds 100,000 keys, not
+    100,000 configs, and the cells in flight. ``keys`` lists the keys without building any
+    cell: use it where only keys are needed.
+
+    Value axes and seeds are set on plain dicts when the block's config has no
+    interpolation; otherwise OmegaConf resolves each cell (slower, same result).
+    """
+
+    def __init__(
+        self,
+        blocks: Sequence[_Block],
+        positions: array,
+        keys: list[str],
+        groups: tuple[str, ...],
+        varying: tuple[str, ...],
+    ) -> None:
+        self._blocks = tuple(blocks)
+        self._starts = list(itertools.accumulate((b.size for b in blocks), initial=0))
+        self._positions = positions
+        self.keys = keys
+        self.groups, self.varying = groups, varying
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    @overload
+    def __getitem__(self, i: int) -> Cell: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Grid: ...
+
+    def __getitem__(self, i: int | slice) -> Cell | Grid:
+        if isinstance(i, slice):
+            return self._view(range(len(self))[i])
+        position = self._positions[i]
+        b = bisect.bisect_right(self._starts, position) - 1
+        cell = Cell(self._blocks[b].config(position - self._starts[b]), self.groups, self.varying)
+        cell.__dict__["key"] = self.keys[i]  # Cell.key is a cached_property: hashed once
+        return cell
+
+    def where(self, keep: Callable[[str], bool]) -> Grid:
+        """The cells whose key ``keep`` accepts, in order (no cell is built)."""
+        return self._view(i for i, key in enumerate(self.keys) if keep(key))
+
+    def _view(self, indices: Iterable[int]) -> Grid:
+        indices = list(indices)
+        positions = array("q", (self._positions[i] for i in indices))
+        keys = [self.keys[i] for i in indices]
+        return Grid(self._blocks, positions, keys, self.groups, self.varying)
 
 
 def task_of(cfg: DictConfig) -> Task:

@@ -263,12 +263,13 @@ def _launch_ray(cells: Sequence[Cell], launcher: Mapping[str, Any]) -> Iterator[
     )
     limit = timeout_of(launcher)
     max_in_flight = max(1, int(launcher.get("max_in_flight") or 64))
-    pending = list(reversed(cells))
+    pending = iter(cells)  # each cell is built when it is dispatched (sweeper/grid.Grid)
+    left = len(cells)
     in_flight: dict[Any, _Slot] = {}
     try:
-        while pending or in_flight:
-            while pending and len(in_flight) < max_in_flight:
-                cell = pending.pop()
+        while left or in_flight:
+            while left and len(in_flight) < max_in_flight:
+                cell, left = next(pending), left - 1
                 in_flight[remote.remote(cell.function, cell.config)] = _Slot(cell)
             refs = list(in_flight)  # every one ready now (one wait per event is slow), else
             ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)  # the first to be

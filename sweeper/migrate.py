@@ -9,25 +9,27 @@ the old one has, the run is re-tagged (``cell_key`` = today's key, ``sweeper.leg
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 
-from sweeper.cells import Cell
+from sweeper.grid import Grid
 from sweeper.tracking import ResumeIndex, Tracker
 
 LEGACY_TAG = "sweeper.legacy_cell_key"
 
 
-def carry_over(tracker: Tracker, cells: Sequence[Cell], index: ResumeIndex) -> int:
+def carry_over(tracker: Tracker, cells: Grid, index: ResumeIndex) -> int:
     """Re-tag the runs of cells finished under their legacy key; return how many.
 
     The index is updated in place, so the driver skips those cells and writes their rows
     into the sweep's table under today's key.
     """
     carried = 0
-    for cell in cells:
-        if cell.key in index.finished:
+    if not index.finished:  # a new experiment: nothing to carry, no cell to build
+        return 0
+    for i, key in enumerate(cells.keys):
+        if key in index.finished:
             continue
+        cell = cells[i]
         legacy = cell.legacy_key  # hashed only for the cells not finished under today's key
         if legacy is None or legacy not in index.finished:
             continue

@@ -38,7 +38,7 @@ from sweeper.bulk import BulkWriter
 from sweeper.cells import Cell, canonical_json
 from sweeper.errors import SweepError
 from sweeper.execute import Outcome
-from sweeper.grid import Composer, expand, task_of
+from sweeper.grid import Composer, Grid, expand, task_of
 from sweeper.launch import check_launcher, init_ray, launch
 from sweeper.lock import Lease, store_lock
 from sweeper.migrate import carry_over
@@ -121,9 +121,9 @@ class SweepResult:
         return 130 if self.interrupted else (1 if self.failed else 0)
 
 
-def sweep_key(cells: Sequence[Cell]) -> str:
+def sweep_key(keys: Sequence[str]) -> str:
     """The sweep's identity: a hash of its cells' keys, so a rerun reuses its parent run."""
-    return hashlib.sha256("\n".join(sorted(c.key for c in cells)).encode()).hexdigest()
+    return hashlib.sha256("\n".join(sorted(keys)).encode()).hexdigest()
 
 
 def run_sweep(
@@ -165,7 +165,7 @@ def run_sweep(
 def _sweep(
     cfg: DictConfig,
     tracker: Tracker,
-    cells: Sequence[Cell],
+    cells: Grid,
     cli_overrides: Sequence[str],
     started: float,
     out: TextIO,
@@ -179,8 +179,8 @@ def _sweep(
         retagged = tracker.settle_supersession(parents, index)
         carried = carry_over(tracker, cells, index)
     rerun = bool(cfg.get("rerun"))
-    known = {c.key: index.finished[c.key] for c in cells if c.key in index.finished}
-    todo = cells if rerun else [c for c in cells if c.key not in known]
+    known = {k: index.finished[k] for k in cells.keys if k in index.finished}
+    todo = cells if rerun else cells.where(lambda key: key not in known)
     resume_s = time.perf_counter() - checked
     result = SweepResult(
         name,
@@ -208,9 +208,8 @@ def _sweep(
             print_summary(result, out)
             return result
     with store_calls("creating the sweep's parent run"):
-        parent = tracker.parent_run(
-            sweep_key(cells), OmegaConf.to_yaml(cfg), str(cfg.experiment.get("description") or "")
-        )
+        description = str(cfg.experiment.get("description") or "")
+        parent = tracker.parent_run(sweep_key(cells.keys), OmegaConf.to_yaml(cfg), description)
     result.parent_run_id = parent
     try:
         return _drive(cfg, tracker, cells, todo, index, result, started, out, batching, writer)
@@ -223,8 +222,8 @@ def _sweep(
 def _drive(
     cfg: DictConfig,
     tracker: Tracker,
-    cells: Sequence[Cell],
-    todo: Sequence[Cell],
+    cells: Grid,
+    todo: Grid,
     index: ResumeIndex,
     result: SweepResult,
     started: float,
@@ -236,7 +235,7 @@ def _drive(
     parent run. The driver keeps counts and keys, not rows: the rows go to the parent's
     table part by part (sweeper/table.py)."""
     parent, name, rerun = result.parent_run_id, result.experiment, bool(cfg.get("rerun"))
-    known = {c.key: index.finished[c.key] for c in cells if c.key in index.finished}
+    known = {k: index.finished[k] for k in cells.keys if k in index.finished}
     with store_calls("settling the runs a killed driver left RUNNING"):
         result.reaped = len(tracker.reap(tracker.leftovers(parent), parent))
         tracker.table(parent).consolidate()  # the parts a killed driver left
@@ -328,7 +327,7 @@ def _drive(
 
 def _end_parent(
     tracker: Tracker,
-    cells: Sequence[Cell],
+    cells: Grid,
     known: dict[str, IndexEntry],
     result: SweepResult,
     rerun: bool,
@@ -388,24 +387,22 @@ def validate(cells: Sequence[Cell]) -> None:
             raise SweepError(f"invalid cell {cell.label}: {err}") from err
 
 
-def _carry_rows(
-    tracker: Tracker, parent: str, cells: Sequence[Cell], known: dict[str, IndexEntry]
-) -> int:
+def _carry_rows(tracker: Tracker, parent: str, cells: Grid, known: dict[str, IndexEntry]) -> int:
     """Give the parent's table a row for each cell finished earlier that it lacks (or holds
     under a legacy key): copied from a sweep's table, else rebuilt from the run. Returns
     how many were rebuilt."""
     by_parent: dict[str, dict[str, str]] = {}  # table's parent -> run id -> cell key
     rebuilt: list[dict[str, Any]] = []
-    for cell in cells:
-        entry = known.get(cell.key)
+    for i, key in enumerate(cells.keys):
+        entry = known.get(key)
         if entry is None:
             continue
         if entry.row is not None and entry.parent:
-            held = entry.parent == parent and entry.row.get("cell_key") == cell.key
+            held = entry.parent == parent and entry.row.get("cell_key") == key
             if not held:
-                by_parent.setdefault(entry.parent, {})[entry.run_id] = cell.key
+                by_parent.setdefault(entry.parent, {})[entry.run_id] = key
         else:
-            rebuilt.append(tracker.row_from_run(cell, entry.run or entry.run_id))
+            rebuilt.append(tracker.row_from_run(cells[i], entry.run or entry.run_id))
     for other, keys in by_parent.items():
         table = tracker.read_cells_table(other)
         rows = [] if table is None else table[table["run_id"].isin(keys)].to_dict("records")
@@ -420,7 +417,7 @@ def _present(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _sweep_table(
-    tracker: Tracker, parent: str, cells: Sequence[Cell], columns: Sequence[str] | None = None
+    tracker: Tracker, parent: str, cells: Grid, columns: Sequence[str] | None = None
 ) -> pd.DataFrame | None:
     """The sweep's table: one row per cell of ``cells`` (its newest FINISHED run, else its
     newest run), read back from the parent's table."""
@@ -428,7 +425,7 @@ def _sweep_table(
     table = tracker.table(parent).current(wanted)
     if table is None:
         return None
-    keys = {c.key for c in cells}
+    keys = set(cells.keys)
     return table[table["cell_key"].isin(keys)].reset_index(drop=True)
 
 

@@ -158,3 +158,26 @@ def test_a_pinned_value_keeps_only_the_blocks_that_list_it(composer):
     cells = expand(composer(overrides), composer, overrides)
     assert {c.tags["tuner"] for c in cells} == {"theory", "op", "syndicated", "cdt"}
     assert len(cells) == 4 * 2
+
+
+def test_a_grid_builds_its_cells_when_read_and_holds_only_their_keys(composer):
+    """The driver of a large sweep keeps keys, not configs (issue #15): 20,000 toy cells
+    take a few hundred bytes each, and reading a cell twice builds equal, separate configs."""
+    import tracemalloc
+
+    overrides = ["task=toy", "seeds=20000"]
+    cfg = composer(overrides)
+    tracemalloc.start()
+    try:
+        grid = expand(cfg, composer, overrides)
+        held = tracemalloc.get_traced_memory()[0] / len(grid)
+    finally:
+        tracemalloc.stop()
+    assert held < 400, f"{held:.0f} bytes per cell"
+    first, again = grid[123], grid[123]
+    assert first.config == again.config and first.config is not again.config
+    assert first.config["seed"] == 123 and first.key == grid.keys[123]
+    assert grid[-1].config["seed"] == 19_999
+    odd = grid.where(lambda key: int(key, 16) % 2 == 1)
+    assert [c.key for c in odd[:5]] == [k for k in grid.keys if int(k, 16) % 2 == 1][:5]
+    assert [c.config["seed"] for c in odd[:3]] == sorted(c.config["seed"] for c in odd[:3])

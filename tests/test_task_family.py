@@ -16,7 +16,7 @@ import yaml
 from mlflow import MlflowClient
 from omegaconf import OmegaConf
 
-from sweeper.cells import Cell, cell_key
+from sweeper.cells import cell_key, legacy_key
 from sweeper.grid import CONF_DIR, expand
 from sweeper.migrate import LEGACY_TAG
 from sweeper.provenance import code_tags
@@ -193,7 +193,7 @@ def test_runs_stored_under_legacy_keys_are_carried_over(
     composer, tracking_uri, monkeypatch, ray_local
 ):
     # An older sweeper keyed cells without their family: write a store as it did.
-    monkeypatch.setattr(Cell, "key", property(lambda self: self.legacy_key))
+    monkeypatch.setattr("sweeper.grid.cell_key", legacy_key)
     old, _ = _sweep(composer, _toy(tracking_uri, "legacy", "seeds=3"))
     monkeypatch.undo()
     assert old.finished == 3
