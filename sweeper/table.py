@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -167,7 +168,7 @@ class CellTable:
             target = Path(
                 tempfile.mkstemp(dir=local or tmp, prefix=".cells.", suffix=".partial")[1]
             )
-            last = _last_positions(sources)
+            keep = _last_rows(sources)
             meta = schema.with_metadata({THROUGH: str(numbers[-1]).encode()})
             with pq.ParquetWriter(target, meta) as writer:
                 # One file open, one batch read, at a time, in this thread (Arrow's reader
@@ -177,7 +178,8 @@ class CellTable:
                     with pq.ParquetFile(path) as source:
                         for batch in source.iter_batches(batch_size=BATCH_ROWS, use_threads=False):
                             part = _conform(pa.Table.from_batches([batch]), schema)
-                            part = _newest(part, i, offset, last)
+                            if keep[i] is not None:
+                                part = part.filter(keep[i][offset : offset + batch.num_rows])
                             offset += batch.num_rows
                             if part.num_rows:
                                 writer.write_table(part)
@@ -280,22 +282,32 @@ def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=schema)
 
 
-def _last_positions(sources: Sequence[Path]) -> dict[str, tuple[int, int]]:
-    """run id -> (source, row) of its last row: the row a consolidation keeps."""
-    last: dict[str, tuple[int, int]] = {}
-    for i, path in enumerate(sources):
+def _last_rows(sources: Sequence[Path]) -> list[np.ndarray | None]:
+    """Per source, which of its rows are their run's last row (the rows a consolidation
+    keeps), as a boolean mask; None for a source without run ids (all its rows are kept).
+
+    Found by Arrow's group-by over the run ids of every source: a few bytes per row, where
+    a Python dict of run ids would grow the driver's memory with the sweep (issue #15).
+    """
+    ids: list[pa.ChunkedArray | None] = []
+    for path in sources:
         with pq.ParquetFile(path) as source:
-            if "run_id" not in source.schema_arrow.names:
-                continue
-            ids = source.read(columns=["run_id"], use_threads=False).column("run_id").to_pylist()
-        last.update({run_id: (i, j) for j, run_id in enumerate(ids)})
-    return last
-
-
-def _newest(table: pa.Table, source: int, offset: int, last: dict) -> pa.Table:
-    """The rows of ``table`` (rows ``offset...`` of ``source``) that are their run's last."""
-    if "run_id" not in table.column_names:
-        return table
-    ids = table.column("run_id").to_pylist()
-    keep = [last.get(run_id) == (source, offset + j) for j, run_id in enumerate(ids)]
-    return table.filter(pa.array(keep))
+            has_ids = "run_id" in source.schema_arrow.names
+            column = source.read(columns=["run_id"], use_threads=False) if has_ids else None
+        ids.append(None if column is None else column.column("run_id").cast(pa.string()))
+    present = [c for c in ids if c is not None]
+    total = sum(len(c) for c in present)
+    rows = pa.table(
+        {
+            "run_id": pa.chunked_array([chunk for c in present for chunk in c.chunks], pa.string()),
+            "row": pa.array(np.arange(total, dtype=np.int64)),
+        }
+    )
+    last = rows.group_by("run_id", use_threads=False).aggregate([("row", "max")])
+    keep = np.zeros(total, dtype=bool)
+    keep[last.column("row_max").to_numpy()] = True
+    masks, start = [], 0
+    for column in ids:
+        masks.append(None if column is None else keep[start : start + len(column)])
+        start += 0 if column is None else len(column)
+    return masks

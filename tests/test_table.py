@@ -3,6 +3,7 @@ against a kill between consolidating and deleting the parts."""
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow.parquet as pq
 
 from sweeper.table import ArtifactIO, CellTable
@@ -92,3 +93,24 @@ def test_through_mlflow_the_table_is_appended_consolidated_and_read_the_same(tmp
     assert list(again.read()["final"]) == [1.0, 2.0, 3.0]
     names = {a.path for a in client.list_artifacts(run_id)}
     assert "cells.parquet" in names
+
+
+def test_consolidating_keeps_each_runs_last_row_as_the_obvious_rule_does(tmp_path, monkeypatch):
+    """Arrow's group-by (the fast path) against a dict of run id -> last row, with runs
+    given new rows within a part, across parts and across read batches."""
+    monkeypatch.setattr("sweeper.table.BATCH_ROWS", 4)
+    rng = np.random.default_rng(7)
+    table, written = _table(tmp_path), []
+    for _ in range(6):
+        rows = [
+            _row(f"k{n}", f"r{rng.integers(25)}", final=float(len(written) + n)) for n in range(9)
+        ]
+        table.append(rows)
+        written += rows
+    last = {r["run_id"]: r for r in written}  # the obvious rule: a later row replaces
+    expected = sorted(last.values(), key=lambda r: written.index(r))
+    table.consolidate()
+    kept = table.read()
+    assert list(kept["run_id"]) == [r["run_id"] for r in expected]
+    assert list(kept["final"]) == [r["final"] for r in expected]
+    assert len(kept) < len(written)  # duplicates were there to drop
