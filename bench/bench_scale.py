@@ -13,7 +13,8 @@ points, and a ``cell.npz``), on embedded Ray, into:
 
 Measured: cells/s of the whole sweep (Ray start excluded: the driver's own rate from its
 summary line; for direct writes the median of ``--repeats`` sweeps), the driver process's
-peak resident memory (/proc, sampled every 0.2 s) at each ``--memory`` size, the resume
+peak resident memory (the kernel's high-water mark, VmHWM; the median of ``--repeats``
+sweeps) at each ``--memory`` size, the resume
 check of the same command started again (every cell skipped), the report of the
 experiment, and a sweep of ``--cells`` into the server on PostgreSQL during which the
 server, then PostgreSQL, restart (is each cell recorded once?). Written to
@@ -66,12 +67,14 @@ def sweep(uri: str, cells: int, name: str, cwd: Path, *extra: str) -> dict[str, 
     started = time.perf_counter()
     process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True)  # fmt: skip
-    samples = []
+    samples, peak = [], 0
     while process.poll() is None:
-        samples.append(rss(process.pid))
+        resident, high = memory_of(process.pid)
+        samples.append(resident)
+        peak = max(peak, high)
         time.sleep(0.2)
     samples = [m for m in samples if m] or [0]
-    peak, late = max(samples), statistics.median(samples[len(samples) // 2 :])
+    late = statistics.median(samples[len(samples) // 2 :])
     output = process.stdout.read()
     wall = time.perf_counter() - started
     found = RATE.search(output)
@@ -83,14 +86,19 @@ def sweep(uri: str, cells: int, name: str, cwd: Path, *extra: str) -> dict[str, 
             "resume_s": float(resume.group(1)) if resume else float("nan")}  # fmt: skip
 
 
-def rss(pid: int) -> int:
-    """Resident memory of a process in bytes (Linux /proc), 0 once it is gone."""
+def _peak(runs: list[dict[str, float]]) -> float:
+    return statistics.median(r["rss_mb"] for r in runs)
+
+
+def memory_of(pid: int) -> tuple[int, int]:
+    """A process's resident memory and its peak so far (the kernel's high-water mark, which
+    a sampler cannot miss), in bytes (Linux /proc); zeros once it is gone."""
     try:
         status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
-        return 0
-    found = re.search(r"VmRSS:\s+(\d+) kB", status)
-    return int(found.group(1)) * 1024 if found else 0
+        return 0, 0
+    found = [re.search(rf"{field}:\s+(\d+) kB", status) for field in ("VmRSS", "VmHWM")]
+    return tuple(int(f.group(1)) * 1024 if f else 0 for f in found)
 
 
 def restarts(cells: int, work: Path) -> dict[str, float]:
@@ -190,7 +198,8 @@ def main() -> None:
                         f"tracking.log_threads={threads}")  # fmt: skip
         faults = restarts(args.cells, work) if args.cells else None
         for size in (int(s) for s in args.memory.split(",")):
-            memory.append((size, sweep(f"sqlite:///{work}/mem{size}.db", size, "mem", work)))
+            memory.append((size, [sweep(f"sqlite:///{work}/mem{size}-{i}.db", size, "mem", work)
+                                  for i in range(args.repeats)]))  # fmt: skip
         uri = f"sqlite:///{work}/resume.db"
         sweep(uri, args.resume, "resume", work)
         resumes.append((args.resume, sweep(uri, args.resume, "resume", work)))
@@ -229,13 +238,26 @@ def write(args, rows, memory, resumes, faults, load_before, load_after) -> None:
         lines.append(f"| {store} | {cells} | {rate} | {first['sweep_s']:.0f} | "
                      f"{again['resume_s']:.2f} | {again['wall_s']:.1f} | {report_s:.1f} | "
                      f"{max(r['rss_mb'] for r in runs):.0f} |")  # fmt: skip
-    lines += ["", "Driver resident memory by sweep size (embedded sqlite, direct writes): its "
-              "peak, and the median of the samples of the second half of the command's life "
-              "(the level it holds while cells are recorded):",
+    lines += ["", "Driver resident memory by sweep size (embedded sqlite, direct writes), the "
+              f"median of {args.repeats} sweeps each (all of them in brackets): its peak (the "
+              "kernel's high-water mark, VmHWM), and the median of the samples of the second "
+              "half of the command's life (the level it holds while cells are recorded):",
               "", "| cells | peak RSS (MB) | RSS, second half (MB) | cells/s |",
               "|---|---|---|---|"]  # fmt: skip
-    lines += [f"| {n} | {r['rss_mb']:.0f} | {r['late_rss_mb']:.0f} | {r['rate']:.1f} |"
-              for n, r in memory]  # fmt: skip
+    for n, runs in memory:
+        peaks = sorted(r["rss_mb"] for r in runs)
+        late = statistics.median(r["late_rss_mb"] for r in runs)
+        rate = statistics.median(r["rate"] for r in runs)
+        each = ", ".join(f"{p:.0f}" for p in peaks)
+        lines.append(f"| {n} | {statistics.median(peaks):.0f} ({each}) | {late:.0f} | "
+                     f"{rate:.1f} |")  # fmt: skip
+    if len(memory) > 1:
+        (small, low), (large, high) = memory[0], memory[-1]
+        growth = _peak(high) / _peak(low) - 1
+        worst = max(r["rss_mb"] for r in high) / min(r["rss_mb"] for r in low) - 1
+        lines += ["", f"Peak from {small} to {large} cells: {growth:+.1%} (medians; the "
+                  f"largest against the smallest peak: {worst:+.1%}); the target is within "
+                  "10%."]  # fmt: skip
     lines += ["", "Resume check of a large experiment (embedded sqlite):", "",
               "| cells | resume check (s) | resume command (s) |", "|---|---|---|"]  # fmt: skip
     lines += [f"| {n} | {r['resume_s']:.2f} | {r['wall_s']:.1f} |" for n, r in resumes]
