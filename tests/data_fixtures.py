@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tasks.bandit_tuning.environments import movielens_data
-from tasks.bandit_tuning.environments.storage import default_data_dir
+from tasks.storage import default_data_dir
 
 
 @pytest.fixture(scope="session")

@@ -15,8 +15,8 @@ from tasks.bandit_tuning.cell import run_cell, validate
 from tasks.bandit_tuning.environments import movielens_data as md
 from tasks.bandit_tuning.environments.base import sigmoid
 from tasks.bandit_tuning.environments.movielens import MovieLens
-from tasks.bandit_tuning.environments.storage import DatasetFormatError, DatasetMissingError
 from tasks.bandit_tuning.seeding import environment_rng
+from tasks.storage import DatasetFormatError, DatasetMissingError
 from tests import data_fixtures
 
 # The session fixtures (the real ratings file, a shared factorisation cache directory).

@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tasks.bandit_tuning.environments.storage import DatasetFormatError, DatasetMissingError
 from tasks.opl_hpo import bounds_cell
 from tasks.opl_hpo.cell import run_cell
 from tasks.opl_hpo.data import obd
+from tasks.storage import DatasetFormatError, DatasetMissingError
 from tests.test_opl_procedures import BASELINE, cir, synthetic_config
 
 ITEMS = 3

@@ -16,7 +16,8 @@ from sweeper.report.load import ReportError
 from sweeper.report.spec import TableSpec, parse
 from sweeper.report.stats import paired_difference
 from sweeper.report.tables import metric_table
-from tasks.bandit_tuning.published import DISPLAY_NAMES, PUBLISHED, TABLES, Published
+from tasks.bandit_tuning.published import DISPLAY_NAMES, PUBLISHED, TABLES
+from tasks.published import Published
 from tests.report_helpers import BANDIT
 
 REPOSITORY = Path(__file__).resolve().parents[1]

@@ -20,9 +20,9 @@ T^(2/(p+3))) column of Table 5.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
+
+from tasks.published import Published
 
 DISPLAY_NAMES: dict[str, str] = {
     # algorithms (003 Section 5)
@@ -68,19 +68,6 @@ SECTION5 = {"horizon": 14000}
 """003 Section 5: T = 14,000 on the simulation (d = 25, K = 120) and Movielens (K = 300)."""
 
 SIMULATION5 = {**SECTION5, "dataset.n_features": 25, "dataset.n_arms": 120}
-
-
-@dataclass(frozen=True)
-class Published:
-    """One published number: ``value`` of ``metric`` for ``cell`` in ``table``."""
-
-    table: str
-    metric: str
-    cell: Mapping[str, Any]
-    value: float
-    sd: float | None = None
-    conditions: Mapping[str, Any] = field(default_factory=dict)
-    note: str = ""
 
 
 TABLES: dict[str, str] = {

@@ -7,14 +7,9 @@ agent's stream depends on (seed, algorithm, tuner).
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 
-
-def stable_hash(text: str) -> int:
-    """A 32-bit integer from ``text`` that is the same on every machine and run."""
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
+from tasks.seeding import stable_hash
 
 
 def environment_rng(dataset: str, seed: int) -> np.random.Generator:

@@ -33,11 +33,11 @@ import numpy as np
 import optuna
 from threadpoolctl import threadpool_limits
 
-from tasks.bandit_tuning.environments.storage import DatasetMissingError
 from tasks.building import build
 from tasks.opl_hpo.data.base import softmax
 from tasks.opl_hpo.policy import PolicySpace
 from tasks.opl_hpo.seeding import data_rng, model_rng, sampler_seed
+from tasks.storage import DatasetMissingError
 
 GROUPS: dict[str, dict[str, str]] = {
     "logged_data": {

@@ -3,8 +3,8 @@
 Source: Saito and Nomura, *Hyperparameter Optimization Can Even be Harmful in Off-Policy
 Learning and How to Deal with It* (IJCAI 2024), the table below Table 2 (V(pi0) and
 V(pi0)/V(pi*) per beta0, synthetic data of Section 3.1) and Table 1 (Appendix A: test
-policy value of the tuned policy on OBD, 5 seeds). Same ``Published`` records as
-``tasks.bandit_tuning.published``; cells use the axis names of the opl experiments
+policy value of the tuned policy on OBD, 5 seeds), as ``tasks.published.Published``
+records; cells use the axis names of the opl experiments
 (``logged_data.beta0``, ``procedure``, ``estimator``, ``logged_data``).
 
 Figures 1, 3-9 and 10-11 print curves only. Section 5.3 states in words that CSO and AIR
@@ -13,7 +13,7 @@ improve the final generalisation value at beta0 = 20 by 1.6% and 23.6% (``ABLATI
 
 from __future__ import annotations
 
-from tasks.bandit_tuning.published import Published
+from tasks.published import Published
 
 DISPLAY_NAMES: dict[str, str] = {
     "baseline": "Baseline",

@@ -25,9 +25,6 @@ import argparse
 import hashlib
 import io
 import json
-import subprocess
-import sys
-import tempfile
 import urllib.error
 import urllib.request
 import zipfile
@@ -38,7 +35,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from tasks.bandit_tuning.environments.storage import (
+from tasks.storage import (
     DatasetFormatError,
     DatasetMissingError,
     atomic_save_npz,
@@ -47,6 +44,7 @@ from tasks.bandit_tuning.environments.storage import (
     load_npz,
     sha256_file,
 )
+from tasks.wheels import read_wheel_members
 
 GROUPLENS_URL = "https://files.grouplens.org/datasets/movielens/ml-100k.zip"
 #: SHA-256 of GroupLens' ml-100k.zip (4,924,029 bytes; the MD5 GroupLens publishes is
@@ -176,29 +174,9 @@ def fetch_from_recbole_wheel(cache: str | Path | None = None) -> Path:
     the one member into ``cache``/ml-100k.inter. Returns its path.
     """
     target = data_dir(cache) / INTER_NAME
-    with tempfile.TemporaryDirectory() as scratch:
-        command = [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--quiet",
-            "--only-binary=:all:",
-            f"recbole=={RECBOLE_VERSION}",
-            "-d",
-            scratch,
-        ]
-        done = subprocess.run(command, capture_output=True, text=True)
-        wheels = sorted(Path(scratch).glob("recbole-*.whl"))
-        if done.returncode != 0 or not wheels:
-            raise DatasetMissingError(
-                f"`{' '.join(command)}` failed (exit {done.returncode}): "
-                f"{done.stderr.strip()[-2000:]}\n{how_to_get(target.parent)}"
-            )
-        with zipfile.ZipFile(wheels[0]) as wheel:
-            payload = wheel.read(RECBOLE_MEMBER)
-    _parse(payload, Path(f"{wheels[0].name}!{RECBOLE_MEMBER}"))  # the real ratings, checked
+    how = how_to_get(target.parent)
+    payload = read_wheel_members("recbole", RECBOLE_VERSION, [RECBOLE_MEMBER], how)[RECBOLE_MEMBER]
+    _parse(payload, Path(f"recbole=={RECBOLE_VERSION}!{RECBOLE_MEMBER}"))  # real ratings, checked
     atomic_write_bytes(target, payload)
     return target
 

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tasks.bandit_tuning.environments.storage import (
+from tasks.storage import (
     DatasetFormatError,
     DatasetMissingError,
     atomic_save_npz,

@@ -36,15 +36,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tasks.bandit_tuning.environments.storage import (
+from tasks.opl_hpo.data.base import LoggedBandit, Split, TestSet
+from tasks.storage import (
     DatasetFormatError,
     DatasetMissingError,
     atomic_write_bytes,
     data_dir,
     sha256_file,
 )
-from tasks.opl_hpo.data.base import LoggedBandit, Split, TestSet
-from tasks.opl_hpo.data.wheels import read_wheel_members
+from tasks.wheels import read_wheel_members
 
 OBP_VERSION = "0.4.1"
 WHEEL_PREFIX = "obp/dataset/obd/"

@@ -1,9 +1,8 @@
 """Files shipped inside a wheel on PyPI, read without installing the package.
 
 ``pip download --no-deps --only-binary=:all: PACKAGE==VERSION`` into a scratch directory,
-then the wanted members are read from the wheel (a zip archive). The same route as
-``tasks.bandit_tuning.environments.movielens_data.fetch_from_recbole_wheel``, written
-generally so that other data sets (and that one, when its owner merges) can share it.
+then the wanted members are read from the wheel (a zip archive). MovieLens 100K (RecBole's
+wheel) and the Open Bandit Dataset's sample (obp's wheel) come this way.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ import zipfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from tasks.bandit_tuning.environments.storage import DatasetMissingError
+from tasks.storage import DatasetMissingError
 
 
 def read_wheel_members(

@@ -1,0 +1,47 @@
+"""The layout's rules (docs/architecture.md, "The layers"): a family's research code imports
+no Ray, MLflow or Hydra, and no other family; the families share only tasks/'s top modules."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from sweeper.paths import CONF_DIR
+
+TASKS = CONF_DIR.parent / "tasks"
+FAMILIES = sorted(p.name for p in TASKS.iterdir() if (p / "__init__.py").exists())
+ORCHESTRATION = ("ray", "mlflow", "hydra", "omegaconf", "sweeper")
+
+PROBE = """
+import importlib, json, pkgutil, sys
+family = sys.argv[1]
+package = importlib.import_module(f"tasks.{family}")
+for info in pkgutil.walk_packages(package.__path__, f"tasks.{family}."):
+    importlib.import_module(info.name)
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def test_there_are_at_least_two_families():
+    assert {"bandit_tuning", "opl_hpo"} <= set(FAMILIES)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_family_imports_no_orchestration_and_no_other_family(family):
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, family],
+        cwd=TASKS.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    modules = json.loads(done.stdout)
+    top = {m.split(".")[0] for m in modules}
+    assert not top & set(ORCHESTRATION), sorted(top & set(ORCHESTRATION))
+    other_families = set(FAMILIES) - {family}
+    others = {m for m in modules if m.startswith("tasks.") and m.split(".")[1] in other_families}
+    assert not others, sorted(others)
