@@ -42,6 +42,7 @@ import sqlalchemy as sa
 from sweeper.servers import (
     finished_runs,
     free_port,
+    mlflow_restart,
     mlflow_server,
     pg_restart,
     pg_start,
@@ -121,9 +122,7 @@ def restarts(cells: int, work: Path) -> dict[str, float]:
                 time.sleep(0.2)
             at.append(finished_runs(database))
             if restart == "server":
-                stop(server)
-                time.sleep(3)
-                server, _ = start_mlflow_server(database, work / "art-faults", port=port)
+                server = mlflow_restart(server, database, work / "art-faults", port)
             else:
                 pg_restart(work / "pg-faults", database)
         output, _ = process.communicate(timeout=1800)
@@ -249,7 +248,7 @@ def write(args, rows, memory, resumes, faults, load_before, load_after) -> None:
         late = statistics.median(r["late_rss_mb"] for r in runs)
         rate = statistics.median(r["rate"] for r in runs)
         each = ", ".join(f"{p:.0f}" for p in peaks)
-        lines.append(f"| {n} | {statistics.median(peaks):.0f} ({each}) | {late:.0f} | "
+        lines.append(f"| {n} | {_peak(runs):.0f} ({each}) | {late:.0f} | "
                      f"{rate:.1f} |")  # fmt: skip
     if len(memory) > 1:
         (small, low), (large, high) = memory[0], memory[-1]

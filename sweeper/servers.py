@@ -191,6 +191,16 @@ def start_mlflow_server(
     return process, uri
 
 
+def mlflow_restart(
+    process: subprocess.Popen, backend_uri: str, artifacts: Path, port: int, down_s: float = 3.0
+) -> subprocess.Popen:
+    """Stop the server ``process`` and start it again ``down_s`` seconds later on the same
+    port (a fault test's restart); the new process."""
+    stop(process)
+    time.sleep(down_s)
+    return start_mlflow_server(backend_uri, artifacts, port=port)[0]
+
+
 def stop(process: subprocess.Popen, timeout_s: float = 20) -> None:
     """Stop a server and its workers (its process group): SIGTERM, then SIGKILL."""
     if process.poll() is not None:

@@ -212,7 +212,9 @@ def _sweep(
         parent = tracker.parent_run(sweep_key(cells.keys), OmegaConf.to_yaml(cfg), description)
     result.parent_run_id = parent
     try:
-        return _drive(cfg, tracker, cells, todo, index, result, started, out, batching, writer)
+        return _drive(
+            cfg, tracker, cells, todo, known, index, result, started, out, batching, writer
+        )
     except BaseException as err:  # never leave the sweep RUNNING, whatever stopped it
         tracker.settle_parent(parent, "KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED")
         tracker.settle_own(parent)
@@ -224,6 +226,7 @@ def _drive(
     tracker: Tracker,
     cells: Grid,
     todo: Grid,
+    known: dict[str, IndexEntry],
     index: ResumeIndex,
     result: SweepResult,
     started: float,
@@ -235,7 +238,6 @@ def _drive(
     parent run. The driver keeps counts and keys, not rows: the rows go to the parent's
     table part by part (sweeper/table.py)."""
     parent, name, rerun = result.parent_run_id, result.experiment, bool(cfg.get("rerun"))
-    known = {k: index.finished[k] for k in cells.keys if k in index.finished}
     with store_calls("settling the runs a killed driver left RUNNING"):
         result.reaped = len(tracker.reap(tracker.leftovers(parent), parent))
         tracker.table(parent).consolidate()  # the parts a killed driver left

@@ -19,6 +19,7 @@ from mlflow import MlflowClient
 from sweeper.servers import (
     finished_runs,
     free_port,
+    mlflow_restart,
     pg_restart,
     pg_start,
     pg_stop,
@@ -67,9 +68,7 @@ def _sweep_with_a_restart(tmp: Path, restart, *extra: str):
 
 
 def _restart_server(servers, database, port, tmp) -> None:
-    stop(servers["server"])  # SIGTERM to its process group, SIGKILL after 20 s
-    time.sleep(3)
-    servers["server"], _ = start_mlflow_server(database, tmp / "artifacts", port=port)
+    servers["server"] = mlflow_restart(servers["server"], database, tmp / "artifacts", port)
 
 
 def _restart_postgres(servers, database, port, tmp) -> None:
