@@ -6,8 +6,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 EXP ?= smoke
 ARGS ?=
+PAPERS ?= ../shared/papers
 
-.PHONY: reproduce run test test-slow test-faults test-scale bench-scale tracking-server test-experiments test-install test-cluster bench-orchestration bench-tuners lint bench report check-pages clean movielens obd
+.PHONY: reproduce run test test-papers test-slow test-faults test-scale bench-scale tracking-server test-experiments test-install test-cluster bench-orchestration bench-tuners lint bench report check-pages clean movielens obd
 
 # editable_mode=compat: the checkout itself goes on sys.path, so that Hydra's plugin scan finds
 # hydra_plugins/sweeper_launcher (it cannot walk setuptools' default editable finder).
@@ -23,6 +24,10 @@ run: $(STAMP)  ## run an experiment's sweep on embedded Ray into ./mlflow.db (EX
 test: $(STAMP)  ## the test suite (slow-marked reproductions excluded)
 	$(BIN)/python -m ruff check .
 	$(BIN)/python -m pytest -q $(ARGS)
+
+test-papers: $(STAMP)  ## the published numbers against the papers' text (PAPERS=dir of the papers' .txt)
+	@test -d "$(PAPERS)" || { echo "make test-papers: no papers at PAPERS=$(PAPERS); set PAPERS=<directory of the papers' text files>" >&2; exit 2; }
+	SWEEPER_PAPERS_DIR="$(abspath $(PAPERS))" $(BIN)/python -m pytest -q -m papers $(ARGS)
 
 test-slow: $(STAMP)  ## only the slow-marked reproductions
 	$(BIN)/python -m pytest -q -m slow $(ARGS)

@@ -27,7 +27,7 @@ def conf_dir() -> Path:
     raise FileNotFoundError(
         f"sweeper's configs are missing: neither {checkout} (a source checkout) nor {shipped} "
         "(an installed wheel) holds config.yaml. Reinstall the package (pip install "
-        "'sweeper[orchestrator]'), or run from a checkout of the repository"
+        "the sweeper wheel), or run from a checkout of the repository"
     )
 
 

@@ -20,17 +20,46 @@ DATA_DIR_ENV = "SWEEPER_DATA_DIR"
 
 
 class DatasetMissingError(FileNotFoundError):
-    """A dataset file is not where the config says, and it cannot be obtained automatically."""
+    """A dataset file is not where the config says, and it cannot be obtained automatically.
+
+    When the default data directory lies inside a Ray job's uploaded copy of the working
+    directory (``ray job submit --working-dir .``), the message says so: that copy has no
+    ``.cache/`` (it is gitignored), so the data must be named with ``SWEEPER_DATA_DIR``.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message + uploaded_copy_note())
 
 
 class DatasetFormatError(ValueError):
     """A dataset file exists but is truncated or not in the expected format."""
 
 
+RAY_UPLOAD_DIR = "working_dir_files"
+"""The directory under which Ray unpacks a job's ``--working-dir`` on each node."""
+
+
 def _checkout_root() -> Path | None:
-    """The source checkout this package runs from, when it runs from one."""
-    root = Path(__file__).resolve().parents[3]
+    """The source checkout this package runs from (``tasks/`` sits at its top), if any."""
+    root = Path(__file__).resolve().parents[1]
     return root if (root / "pyproject.toml").is_file() and (root / "tasks").is_dir() else None
+
+
+def uploaded_copy_note() -> str:
+    """A paragraph for missing-data messages when the default data directory is inside a
+    Ray job's uploaded copy of the checkout, else ''."""
+    if os.environ.get(DATA_DIR_ENV):
+        return ""
+    root = _checkout_root()
+    if root is None or RAY_UPLOAD_DIR not in root.parts:
+        return ""
+    return (
+        f"\nThis job runs from Ray's uploaded copy of your working directory ({root}), which "
+        "has no .cache/ (it is gitignored, so `ray job submit --working-dir .` does not upload "
+        f"it). Give the job the data directory of the nodes: add \"{DATA_DIR_ENV}\": "
+        "\"/path/to/datasets\" to the env_vars of --runtime-env-json (README, \"Running on a "
+        "Ray cluster\"), a directory that holds the data at the same path on every node."
+    )
 
 
 def default_data_dir() -> Path:

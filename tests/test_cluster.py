@@ -94,7 +94,7 @@ def test_cluster_local_yaml_is_a_valid_on_premises_config_with_token_data_and_pa
     assert provider["type"] == "local" and provider["head_ip"] and provider["worker_ips"]
     (node_type,) = prepared["available_node_types"].values()  # what the local provider makes
     assert node_type["max_workers"] == len(provider["worker_ips"]) == config["max_workers"]
-    assert any("pip install" in c and "[orchestrator]" in c for c in config["setup_commands"])
+    assert any("pip install" in c and "/opt/sweeper/src" in c for c in config["setup_commands"])
     starts = config["head_start_ray_commands"] + config["worker_start_ray_commands"]
     ray_starts = [c for c in starts if "ray start" in c]
     assert len(ray_starts) == 2

@@ -2,15 +2,16 @@
 
 ``make test-install`` (run by ``.ci/run``) builds the wheel from this checkout and installs
 it twice, each time into a new virtualenv (packages from the registry: about 1 minute for
-the core and 4.5 for the orchestrator on this loaded machine, hence slow-marked):
+the research code and 4.5 for the tool on this loaded machine, hence slow-marked):
 
-* the core alone: the research code (``tasks``) imports, and Ray, MLflow and Hydra are not
-  installed at all;
-* with the ``orchestrator`` and ``report`` extras: from a directory that is not a checkout,
-  the ``sweeper`` console script runs the smoke experiment (the configs come from the
-  wheel), ``python -m sweeper -m`` runs a multirun as one sweep (the Hydra launcher plugin
-  ships in the wheel), a user's own experiment is added with ``--config-dir``, and
-  ``sweeper-report`` draws the report.
+* the default install (``pip install sweeper-*.whl``): from a directory that is not a
+  checkout, the ``sweeper`` console script runs the smoke experiment (the configs come from
+  the wheel), ``python -m sweeper -m`` runs a multirun as one sweep (the Hydra launcher
+  plugin ships in the wheel), a user's own experiment is added with ``--config-dir``, and
+  ``sweeper-report`` draws the report;
+* the research code alone (``--no-deps`` and its six packages): ``tasks`` imports without
+  Ray, MLflow or Hydra, and the console scripts say in one paragraph what to install
+  (exit status 2), not an ``ImportError`` traceback.
 """
 
 from __future__ import annotations
@@ -48,15 +49,20 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
-def _venv(path: Path, requirement: str) -> Path:
+RESEARCH = ["numpy", "scipy", "pandas", "threadpoolctl", "scikit-learn", "optuna"]
+"""What the research code (``tasks``) imports (pyproject.toml, "Installing" in the README)."""
+
+
+def _venv(path: Path, *requirements: str) -> Path:
     _run([sys.executable, "-m", "venv", str(path)], path.parent)
     python = path / "bin" / "python"
-    _run([str(python), "-m", "pip", "install", "-q", requirement], path.parent)
+    _run([str(python), "-m", "pip", "install", "-q", *requirements], path.parent)
     return python
 
 
-def test_the_core_wheel_runs_the_research_code_without_ray_mlflow_or_hydra(wheel, tmp_path):
-    python = _venv(tmp_path / "core", str(wheel))
+def test_the_research_code_alone_runs_without_ray_mlflow_or_hydra(wheel, tmp_path):
+    python = _venv(tmp_path / "core", "--no-deps", str(wheel))
+    _run([str(python), "-m", "pip", "install", "-q", *RESEARCH], tmp_path)
     probe = textwrap.dedent(
         """
         import importlib.util, sys
@@ -70,10 +76,17 @@ def test_the_core_wheel_runs_the_research_code_without_ray_mlflow_or_hydra(wheel
     )
     done = _run([str(python), "-c", probe], tmp_path)
     assert "site-packages" in done.stdout, done.stdout  # the wheel's copy, not the checkout
+    for script in ("sweeper", "sweeper-report"):
+        done = subprocess.run(
+            [str(python.parent / script), "+exp=smoke"], capture_output=True, text=True
+        )
+        assert done.returncode == 2, (script, done.stdout, done.stderr)
+        assert "Traceback" not in done.stderr, done.stderr
+        assert f"`{script}` needs the Python package" in done.stderr, done.stderr
 
 
-def test_the_orchestrator_wheel_runs_sweeps_from_another_directory(wheel, tmp_path):
-    python = _venv(tmp_path / "orch", f"{wheel}[orchestrator,report]")
+def test_the_default_install_runs_sweeps_from_another_directory(wheel, tmp_path):
+    python = _venv(tmp_path / "orch", str(wheel))
     bin_dir = python.parent
     work = tmp_path / "elsewhere"
     work.mkdir()

@@ -1,16 +1,15 @@
-"""The published numbers against the papers' text, and the report's building blocks."""
+"""The published numbers' own consistency, and the report's building blocks.
+
+The numbers against the papers' text: tests/test_papers_text.py (`make test-papers`)."""
 
 from __future__ import annotations
-
-from collections import defaultdict
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 from scipy import stats
 
+from sweeper.grid import group_options
 from sweeper.report.axes import Axis, canon
 from sweeper.report.load import ReportError
 from sweeper.report.spec import TableSpec, parse
@@ -20,72 +19,8 @@ from tasks.bandit_tuning.published import DISPLAY_NAMES, PUBLISHED, TABLES
 from tasks.published import Published
 from tests.report_helpers import BANDIT
 
-REPOSITORY = Path(__file__).resolve().parents[1]
-
-
-def papers_directory() -> Path:
-    """``shared/papers`` beside the clone (CI clones the repository with ``shared/`` next to
-    it), or beside a parent directory of it (a worktree nested one level deeper)."""
-    for parent in REPOSITORY.parents:
-        candidate = parent / "shared" / "papers"
-        if candidate.is_dir():
-            return candidate
-    raise FileNotFoundError(
-        f"no shared/papers directory beside {REPOSITORY} or any parent of it: these tests "
-        "compare the published numbers with the papers' text, so put the papers (shared/ of "
-        "the project) next to the clone"
-    )
-
-
-ALGORITHMS = {"linucb", "lints", "ucb_glm", "glm_tsl", "laplace_ts", "gloc", "sgd_ts"}
-TUNERS = {"theory", "fixed", "op", "tl", "tl_combined", "syndicated", "cdt"}
-
-
-def _paper(prefix: str) -> str:
-    papers = papers_directory()
-    found = sorted(papers.glob(f"{prefix}_*.txt"))
-    if not found:
-        pytest.fail(f"paper {prefix} is missing from {papers}: the test cannot check its numbers")
-    return found[0].read_text()
-
-
-def _rows(table: str, key) -> dict:
-    rows = defaultdict(list)
-    for entry in PUBLISHED:
-        if entry.table == table:
-            rows[key(entry)].append(entry.value)
-    return rows
-
-
-@pytest.mark.parametrize("table", ["003 Table 1", "003 Table 4", "003 Table 5", "003 Table 6"])
-def test_rows_of_003_tables_appear_in_the_paper(table):
-    text = _paper("003")
-    rows = _rows(table, lambda e: (e.cell["algorithm"], e.cell["dataset"]))
-    assert len(rows) == 14  # 7 algorithms x (simulation, Movielens)
-    for values in rows.values():
-        assert " ".join(f"{v:.2f}" for v in values) in text
-
-
-def test_table2_and_table3_rows_appear_in_the_paper():
-    text = _paper("003")
-    names = {"theory": "Theory", "cdt": "CDT", "op": "OP", "tl": "TL/Syndicated"}
-    names["syndicated"] = names["tl"]
-    rows = _rows("003 Table 2", lambda e: names[e.cell["tuner"]])
-    assert len(rows) == 4
-    for name, values in rows.items():
-        assert f"{name} " + " ".join(f"{v:.2f}" for v in values) in text
-    rows = _rows("003 Table 3", lambda e: e.cell["K"])
-    assert set(rows) == {60, 120}
-    for values in rows.values():
-        assert " ".join(f"{v:g}" for v in values) in text
-
-
-def test_002_table1_appears_in_the_paper():
-    text = _paper("002")
-    rows = _rows("002 Table 1", lambda e: (e.cell["algorithm"], e.cell["features"]))
-    assert len(rows) == 4
-    for best, regret, theory in rows.values():
-        assert f"{best:.1f}\t{regret:.2f} (" in text and f"\t{theory:.2f} (" in text
+ALGORITHMS = set(group_options("algorithm"))
+TUNERS = set(group_options("tuner"))
 
 
 def test_published_cells_name_config_options_and_cite_a_table():
@@ -104,23 +39,6 @@ def test_published_cells_name_config_options_and_cite_a_table():
     }
     assert {e.cell["tuner"] for e in table4 if e.cell["algorithm"] == "linucb"} == {"tl", "op"}
     assert DISPLAY_NAMES["ucb_glm"] == "UCB-GLM"
-
-
-def test_004_table1_appears_in_the_paper_under_the_tuner_names_ncab_gives():
-    text = _paper("004")
-    grid = yaml.safe_load((Path(__file__).parent.parent / "conf/exp/ncab.yaml").read_text())
-    names = set()
-    for block in grid["sweep"]["grid"]:
-        names |= set(block.get("tuner.name") or block["tuner"])
-    entries = [e for e in PUBLISHED if e.table == "004 Table 1"]
-    assert len(entries) == 18 and {e.cell["tuner"] for e in entries} <= names
-    rows = {line.split("\t")[0]: line.split("\t")[1:] for line in text.splitlines()}
-    for entry in entries:
-        score, seconds = rows[DISPLAY_NAMES[entry.cell["tuner"]].replace("²", " ² ")]
-        if entry.metric == "cumulative_reward":
-            assert score.rstrip("*") == f"{entry.value:g} \\pm {entry.sd:.1f}"
-        else:
-            assert seconds == f"{entry.value:g}"
 
 
 def test_canonical_values():
