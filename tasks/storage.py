@@ -56,9 +56,9 @@ def uploaded_copy_note() -> str:
     return (
         f"\nThis job runs from Ray's uploaded copy of your working directory ({root}), which "
         "has no .cache/ (it is gitignored, so `ray job submit --working-dir .` does not upload "
-        f"it). Give the job the data directory of the nodes: add \"{DATA_DIR_ENV}\": "
-        "\"/path/to/datasets\" to the env_vars of --runtime-env-json (README, \"Running on a "
-        "Ray cluster\"), a directory that holds the data at the same path on every node."
+        f'it). Give the job the data directory of the nodes: add "{DATA_DIR_ENV}": '
+        '"/path/to/datasets" to the env_vars of --runtime-env-json (README, "Running on a '
+        'Ray cluster"), a directory that holds the data at the same path on every node.'
     )
 
 
