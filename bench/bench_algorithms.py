@@ -30,7 +30,8 @@ from threadpoolctl import threadpool_limits
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sweeper.grid import CONF_DIR, cell_config  # noqa: E402
+from sweeper.grid import cell_config  # noqa: E402
+from sweeper.paths import CONF_DIR  # noqa: E402
 from tasks.bandit_tuning.algorithms.base import ScheduledAlgorithm  # noqa: E402
 from tasks.bandit_tuning.cell import run_cell  # noqa: E402
 from tasks.bandit_tuning.seeding import environment_rng  # noqa: E402

@@ -38,8 +38,9 @@ from hydra import compose, initialize_config_dir
 
 from sweeper.cells import Cell
 from sweeper.execute import execute
-from sweeper.grid import CONF_DIR, expand
+from sweeper.grid import expand
 from sweeper.launch import init_ray, launch
+from sweeper.paths import CONF_DIR
 from sweeper.sweep import run_sweep
 from sweeper.tracking import Tracker
 

@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 from hydra import compose, initialize_config_dir
 
-from sweeper.grid import CONF_DIR, cell_config, expand
+from sweeper.grid import cell_config, expand
+from sweeper.paths import CONF_DIR
 from tasks.bandit_tuning.lipschitz_cell import at_horizon
 from tasks.building import locate
 

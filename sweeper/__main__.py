@@ -25,18 +25,17 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from sweeper.multirun import EXIT_CODES, run_or_exit
+from sweeper.configs import compose
+from sweeper.errors import SweepError
+from sweeper.multirun import EXIT_CODES, exit_bad_input, run_or_exit
+from sweeper.overrides import check_command_line
 from sweeper.paths import CONF_DIR
-
-
-def _compose(overrides: list[str]) -> DictConfig:
-    return hydra.compose(config_name="config", overrides=overrides)
 
 
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     hydra_cfg = HydraConfig.get()
-    result = run_or_exit(cfg, _compose, list(hydra_cfg.overrides.task))
+    result = run_or_exit(cfg, compose, list(hydra_cfg.overrides.task))
     if hydra_cfg.mode == RunMode.MULTIRUN:  # hydra/launcher=basic: one sweep per job
         EXIT_CODES.append(result.exit_code)  # the other jobs still run; exit at the end
         if result.interrupted:
@@ -46,7 +45,16 @@ def main(cfg: DictConfig) -> None:
 
 
 def entry() -> None:
-    """The ``sweeper`` console script; ``python -m sweeper`` runs the same."""
+    """The ``sweeper`` console script; ``python -m sweeper`` runs the same.
+
+    ``--dry-run`` is ``dry_run=true``: the plan of the sweep, nothing run (sweeper/dryrun.py).
+    """
+    if "--dry-run" in sys.argv[1:]:
+        sys.argv = [a for a in sys.argv if a != "--dry-run"] + ["dry_run=true"]
+    try:
+        check_command_line(sys.argv[1:])
+    except SweepError as err:
+        exit_bad_input(err)
     main()
     sys.exit(max(EXIT_CODES, default=0))
 

@@ -19,7 +19,7 @@ from functools import cached_property
 from typing import Any
 
 ORCHESTRATION_KEYS = frozenset(
-    {"tracking", "launcher", "sweep", "seeds", "experiment", "rerun", "report", "hydra"}
+    {"tracking", "launcher", "sweep", "seeds", "experiment", "rerun", "report", "hydra", "dry_run"}
 )
 """Top-level config keys that describe how to run a sweep, not what a cell computes."""
 

@@ -36,34 +36,25 @@ import pickle
 from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, overload
 
 from omegaconf import DictConfig, OmegaConf
 
 from sweeper.cells import ORCHESTRATION_KEYS, TASK_KEY, Cell, Variation, cell_key
+from sweeper.configs import ConfigSearch
 from sweeper.errors import SweepError, whole_number
-from sweeper.paths import CONF_DIR
 from sweeper.task import Task, parse_task
 
 Composer = Callable[[list[str]], DictConfig]
 
 
-def group_options(group: str, conf_dir: Path = CONF_DIR) -> list[str]:
-    """The option names of a config group (the YAML files in conf/GROUP/)."""
-    return sorted(p.stem for p in (conf_dir / group).glob("*.yaml"))
+def group_options(group: str, configs: ConfigSearch | None = None) -> list[str]:
+    """The option names of a config group on Hydra's search path (``GROUP/*.yaml``)."""
+    return (configs or ConfigSearch.current()).options(group)
 
 
-def is_group(key: str, conf_dir: Path = CONF_DIR) -> bool:
-    return "." not in key and (conf_dir / key).is_dir()
-
-
-def check_option(group: str, value: str, conf_dir: Path = CONF_DIR) -> None:
-    options = group_options(group, conf_dir)
-    if str(value) not in options:
-        raise ValueError(
-            f"unknown {group} '{value}'; valid {group} names are: {', '.join(options)}"
-        )
+def is_group(key: str, configs: ConfigSearch | None = None) -> bool:
+    return (configs or ConfigSearch.current()).is_group(key)
 
 
 def _blocks(grid: Any) -> list[dict[str, list[Any]]]:
@@ -92,16 +83,18 @@ def expand(
     cfg: DictConfig,
     compose: Composer,
     cli_overrides: Sequence[str] = (),
-    conf_dir: Path = CONF_DIR,
+    configs: ConfigSearch | None = None,
 ) -> Grid:
     """All cells of the experiment ``cfg``, without duplicates, in a stable order.
 
     ``compose(overrides)`` composes the root config with the command line's overrides
     plus the cell's group choices; ``cli_overrides`` are the command line's overrides.
     Each cell's config is built once here, to hash its key, and again when it is read
-    from the returned :class:`Grid`.
+    from the returned :class:`Grid`. Group names and options are those of Hydra's config
+    search path (``configs``, by default the running app's: ``--config-dir`` included).
     """
-    blocks, value_keys = _compose_blocks(cfg, compose, cli_overrides, conf_dir)
+    configs = configs or ConfigSearch.current()
+    blocks, value_keys = _compose_blocks(cfg, compose, cli_overrides, configs)
     positions: dict[str, int] = {}  # cell key -> its first position in the blocks' products
     variation = Variation(value_keys)
     position = 0
@@ -123,7 +116,7 @@ def expand(
 
 
 def _compose_blocks(
-    cfg: DictConfig, compose: Composer, cli_overrides: Sequence[str], conf_dir: Path
+    cfg: DictConfig, compose: Composer, cli_overrides: Sequence[str], configs: ConfigSearch
 ) -> tuple[list[_Block], list[str]]:
     """The blocks of ``sweep.grid`` (pinned by the command line), composed; and the value
     axes they sweep.
@@ -133,7 +126,7 @@ def _compose_blocks(
     experiment and the command line only, so the nodes are put together per combination.
     """
     pinned = _pinned(cli_overrides)
-    _refuse_option_lists(pinned, conf_dir)
+    _refuse_option_lists(pinned, configs)
     seeds = cfg.get("seeds")
     if seeds is not None:
         seeds = whole_number(seeds, "seeds", 1, "seeds=N runs seeds 0..N-1")
@@ -153,11 +146,11 @@ def _compose_blocks(
         return composed[signature]
 
     blocks, value_keys = [], []
-    for block in _pin(_blocks(sweep_grid), _pinned_values(pinned, cfg, conf_dir), conf_dir):
-        groups = [k for k in block if is_group(k, conf_dir)]
+    for block in _pin(_blocks(sweep_grid), _pinned_values(pinned, cfg, configs), configs):
+        groups = [k for k in block if configs.is_group(k)]
         for group in groups:
             for value in block[group]:
-                check_option(group, value, conf_dir)
+                configs.check_option(group, value)
         values_axes = [k for k in block if k not in groups and k != "seed"]
         seeds_here = (
             [whole_number(s, "seed", 0) for s in block["seed"]] if "seed" in block else seed_axis
@@ -170,7 +163,7 @@ def _compose_blocks(
             for g in groups
             for v in block[g]
         }
-        configs = []
+        combinations = []
         for group_values in itertools.product(*(block[g] for g in groups)):
             config = copy.deepcopy(base)
             for g, v in zip(groups, group_values, strict=True):
@@ -178,10 +171,10 @@ def _compose_blocks(
             plain = not _has_interpolation(
                 {k: v for k, v in config.items() if k not in ORCHESTRATION_KEYS}
             )
-            configs.append((config, plain))
+            combinations.append((config, plain))
         axes = (*values_axes, "seed")
         values = (*(tuple(block[k]) for k in values_axes), tuple(seeds_here))
-        blocks.append(_Block(tuple(configs), axes, values))
+        blocks.append(_Block(tuple(combinations), axes, values))
     return blocks, value_keys
 
 
@@ -322,7 +315,7 @@ def _has_interpolation(value: Any) -> bool:
 
 
 def pin_blocks(
-    grid: Any, values: Mapping[str, Any], conf_dir: Path = CONF_DIR
+    grid: Any, values: Mapping[str, Any], configs: ConfigSearch
 ) -> list[dict[str, list[Any]]]:
     """The blocks of ``grid`` (a ``sweep.grid``) as one job of a Hydra multirun sets them.
 
@@ -332,20 +325,22 @@ def pin_blocks(
     union of all jobs' blocks is the multirun's grid (``-m +exp=main horizon=2000,4000``:
     main's blocks twice, once per horizon). A ``seed`` axis replaces the seed of ``seeds``.
     """
-    blocks = _pin(_blocks(grid), values, conf_dir)
+    blocks = _pin(_blocks(grid), values, configs)
     for block in blocks:
         for key, value in values.items():
             block.setdefault(key, [value])
     return blocks
 
 
-def _pinned_values(pinned: Mapping[str, str], cfg: DictConfig, conf_dir: Path) -> dict[str, Any]:
+def _pinned_values(
+    pinned: Mapping[str, str], cfg: DictConfig, configs: ConfigSearch
+) -> dict[str, Any]:
     """The command line's pinned values: option names for groups, typed values otherwise."""
-    return {k: v if is_group(k, conf_dir) else OmegaConf.select(cfg, k) for k, v in pinned.items()}
+    return {k: v if configs.is_group(k) else OmegaConf.select(cfg, k) for k, v in pinned.items()}
 
 
 def _pin(
-    blocks: list[dict[str, list[Any]]], values: Mapping[str, Any], conf_dir: Path
+    blocks: list[dict[str, list[Any]]], values: Mapping[str, Any], configs: ConfigSearch
 ) -> list[dict[str, list[Any]]]:
     """Shrink the axes fixed on the command line to that one value.
 
@@ -357,7 +352,7 @@ def _pin(
         with_axis = [b for b in blocks if key in b]
         if not with_axis:
             continue
-        group = is_group(key, conf_dir)
+        group = configs.is_group(key)
         holding = [b for b in with_axis if any(_same(v, value, group) for v in b[key])]
         keep = {id(b) for b in holding} if holding else {id(b) for b in with_axis}
         blocks = [b for b in blocks if key not in b or id(b) in keep]
@@ -381,10 +376,10 @@ def cell_config(cfg: DictConfig) -> dict[str, Any]:
     return config
 
 
-def _refuse_option_lists(pinned: Mapping[str, str], conf_dir: Path) -> None:
+def _refuse_option_lists(pinned: Mapping[str, str], configs: ConfigSearch) -> None:
     """``algorithm=[linucb,lints]`` makes Hydra merge both options into one config: refuse."""
     for key, value in pinned.items():
-        if is_group(key, conf_dir) and value.strip().startswith("["):
+        if configs.is_group(key) and value.strip().startswith("["):
             options = value.strip()[1:-1]
             raise SweepError(
                 f"{key}={value} selects several {key} options at once, which Hydra merges into "

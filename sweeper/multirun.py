@@ -29,7 +29,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from sweeper.grid import Composer, is_group, pin_blocks
+from sweeper.configs import ConfigSearch
+from sweeper.grid import Composer, pin_blocks
 from sweeper.lock import StoreBusy
 from sweeper.sweep import EXIT_STORE_BUSY, EXIT_STORE_FAILED, SweepResult, run_sweep
 from sweeper.tracking import StoreFailed
@@ -73,6 +74,7 @@ def sweeps_of(job_overrides: Sequence[Sequence[str]], compose: Composer) -> list
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     parser = OverridesParser.create()
+    configs = ConfigSearch.current()
     jobs = [{override_key(o): o for o in overrides} for overrides in job_overrides]
     for job in jobs:
         _refuse_deletions(job)
@@ -92,18 +94,18 @@ def sweeps_of(job_overrides: Sequence[Sequence[str]], compose: Composer) -> list
         grid = OmegaConf.to_container(grid_node, resolve=True) if grid_node is not None else None
         blocks: list[dict[str, list[Any]]] = []
         for job in members:
-            values = {k: _value(parser, k, job[k]) for k in axes if k in job}
-            for block in pin_blocks(grid, values):
+            values = {k: _value(parser, configs, k, job[k]) for k in axes if k in job}
+            for block in pin_blocks(grid, values, configs):
                 if block not in blocks:
                     blocks.append(block)
         sweeps.append(MultirunSweep(common, blocks, indices))
     return sweeps
 
 
-def _value(parser: Any, key: str, override: str) -> Any:
+def _value(parser: Any, configs: ConfigSearch, key: str, override: str) -> Any:
     """An override's value: the option name of a group, else the typed value (``2000``)."""
     value = parser.parse_override(override).value()
-    return str(value) if is_group(key) else value
+    return str(value) if configs.is_group(key) else value
 
 
 def _refuse_deletions(job: dict[str, str]) -> None:

@@ -36,6 +36,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from sweeper.bulk import BulkWriter
 from sweeper.cells import Cell, canonical_json
+from sweeper.dryrun import dry_run
 from sweeper.errors import SweepError
 from sweeper.execute import Outcome
 from sweeper.grid import Composer, Grid, expand, task_of
@@ -141,6 +142,9 @@ def run_sweep(
     check_launcher(cfg.launcher)
     cells = expand(cfg, compose, cli_overrides)
     validate(cells)
+    if cfg.get("dry_run"):
+        dry_run(cfg, cells, out)
+        return SweepResult(str(cfg.experiment.name), "", len(cells), 0)
     uri = resolve_uri(cfg.tracking.get("uri"))
     check_store(uri)
     command = _command(cli_overrides)

@@ -26,13 +26,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import yaml
 
+from sweeper.configs import ConfigSearch
+
 BETTER = ("lower", "higher")
 TASK_KEYS = {
+    "check",
     "name",
     "result_version",
     "groups",
@@ -89,6 +91,7 @@ class Task:
     curves: dict[str, Curve] = field(default_factory=dict)
     trace: str = "setting"
     markers: str | None = None
+    check: Mapping[str, Any] = field(default_factory=dict)  # sweeper.check's settings
 
     @property
     def identity(self) -> dict[str, Any]:
@@ -184,6 +187,7 @@ def parse_task(block: Mapping[str, Any] | None) -> Task:
         curves=curves,
         trace=str(block.get("trace") or "setting"),
         markers=_optional(block.get("markers")),
+        check=dict(block.get("check") or {}),
     )
 
 
@@ -191,17 +195,17 @@ def _optional(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def task_of_config(config: Mapping[str, Any], conf_dir: Path) -> Task:
+def task_of_config(config: Mapping[str, Any], configs: ConfigSearch) -> Task:
     """The vocabulary recorded with a sweep's config, else the family file that fits it.
 
     Sweeps recorded before the task block existed carry no ``task``: the family is then
-    the one of ``conf_dir/task/*.yaml`` whose cell function is the config's, else the one
-    with the most of its groups in the config.
+    the one of the ``task/*.yaml`` files on the config search path whose cell function is
+    the config's, else the one with the most of its groups in the config.
     """
     block = config.get("task")
     if isinstance(block, Mapping) and "groups" in block:
         return parse_task(block)
-    families = _family_files(conf_dir)
+    families = _family_files(configs)
     cell = config.get("cell")
     for family in families:
         if cell is not None and family.get("cell") == cell:
@@ -216,9 +220,9 @@ def task_of_config(config: Mapping[str, Any], conf_dir: Path) -> Task:
     return parse_task(block) if isinstance(block, Mapping) else GENERIC
 
 
-def _family_files(conf_dir: Path) -> list[dict[str, Any]]:
+def _family_files(configs: ConfigSearch) -> list[dict[str, Any]]:
     families = []
-    for path in sorted((conf_dir / "task").glob("*.yaml")):
+    for path in (configs.find("task", name) for name in configs.options("task")):
         loaded = yaml.safe_load(path.read_text()) or {}
         if isinstance(loaded, Mapping) and isinstance(loaded.get("task"), Mapping):
             families.append(dict(loaded))

@@ -11,7 +11,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
-from sweeper.grid import CONF_DIR
+from sweeper.paths import CONF_DIR
 
 
 @pytest.fixture

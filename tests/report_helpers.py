@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from sweeper.grid import CONF_DIR
+from sweeper.paths import CONF_DIR
 from sweeper.task import parse_task
 from tasks.bandit_tuning.cell import run_cell
 

@@ -30,6 +30,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.data_fixtures import movielens_file  # noqa: F401  (fixture)
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 pytestmark = pytest.mark.slow
@@ -108,7 +110,15 @@ def _ported(command: str, ports: dict[str, int]) -> str:
     return command
 
 
-def test_the_readme_recipe_submits_stops_and_resubmits_on_a_two_node_cluster(tmp_path):
+MOVIELENS_CELL = "algorithm=linucb tuner=theory dataset=movielens horizon=300 seed=0"
+"""One MovieLens cell, submitted as the README submits +exp=smoke: it reads the ratings from
+the README's SWEEPER_DATA_DIR ($PWD/.cache/datasets, where `make movielens` puts them)."""
+
+
+def test_the_readme_recipe_submits_stops_and_resubmits_on_a_two_node_cluster(
+    tmp_path,
+    movielens_file,  # noqa: F811  (the ratings in the checkout's data directory)
+):
     commands = recipe_commands()
     temp_dir = Path(tempfile.mkdtemp(prefix="rtc", dir="/tmp"))  # short: Ray's socket paths
     ports = {"6379": _free_port(), "8265": _free_port(), "5000": _free_port()}
@@ -118,9 +128,9 @@ def test_the_readme_recipe_submits_stops_and_resubmits_on_a_two_node_cluster(tmp
         RAY_AUTH_TOKEN=secrets.token_hex(16),  # this test's own token, not ~/.ray/auth_token
     )
     settings = commands["settings"].replace("$HOME/sweeper-mlflow", str(tmp_path / "mlflow"))
-    settings = settings.replace("$PWD/.cache/datasets", str(tmp_path / "datasets"))
+    assert "SWEEPER_DATA_DIR=$PWD/.cache/datasets" in settings
+    assert movielens_file.parent == ROOT / ".cache" / "datasets"  # `make movielens` puts it there
     (tmp_path / "mlflow").mkdir()
-    (tmp_path / "datasets").mkdir()
 
     def run(name: str, timeout: float = 300, background: bool = False, extra: str = ""):
         command = _ported(commands[name], ports) + extra
@@ -180,6 +190,12 @@ def test_the_readme_recipe_submits_stops_and_resubmits_on_a_two_node_cluster(tmp
         assert len(finished) == 18 and set(finished.values()) == {1}, finished
         assert not [r for r in cells if r.info.status == "RUNNING"]
         assert len({r.data.tags["ray_node_id"] for r in cells}) == 2, "cells ran on both nodes"
+
+        movielens = _ported(commands["submit"], ports).replace("+exp=smoke", MOVIELENS_CELL)
+        done = _shell(f"{settings}\n{movielens}", env, ROOT, timeout=600)
+        assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+        (cell,) = [r for r in _runs(uri, experiment="adhoc") if "cell_key" in r.data.tags]
+        assert cell.info.status == "FINISHED" and cell.data.tags["dataset"] == "movielens"
     finally:
         _stop_ray(temp_dir)
         if mlflow is not None:
@@ -195,12 +211,12 @@ def _healthy(uri: str) -> bool:
         return False
 
 
-def _runs(uri: str, where: str = "") -> list:
-    """The runs of the smoke experiment in the MLflow server at ``uri``."""
+def _runs(uri: str, where: str = "", experiment: str = "smoke") -> list:
+    """The runs of an experiment (by default smoke) in the MLflow server at ``uri``."""
     from mlflow import MlflowClient
 
     client = MlflowClient(uri)
-    experiment = client.get_experiment_by_name("smoke")
+    experiment = client.get_experiment_by_name(experiment)
     if experiment is None:
         return []
     return client.search_runs([experiment.experiment_id], where, max_results=1000)

@@ -73,7 +73,7 @@ def test_unknown_algorithm_fails_before_any_cell_runs(tmp_path):
         text=True,
         cwd=tmp_path,
     )
-    assert done.returncode != 0
-    assert "Could not find 'algorithm/nope'" in done.stderr
+    assert done.returncode == 2  # bad input (tests/test_command_line.py: the other names)
+    assert "unknown algorithm 'nope'. Valid algorithm names are:" in done.stderr
     assert "linucb" in done.stderr and "lints" in done.stderr
     assert not (tmp_path / "mlflow.db").exists()

@@ -15,7 +15,9 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from sweeper.grid import CONF_DIR, check_option, expand, group_options, is_group
+from sweeper.configs import ConfigSearch
+from sweeper.grid import expand, group_options
+from sweeper.paths import CONF_DIR
 from sweeper.sweep import run_sweep
 from tests.data_fixtures import movielens_file, r6a_line, write_r6a  # noqa: F401  (fixture)
 
@@ -51,12 +53,13 @@ def unknown_options(spec) -> list[str]:
     """Option names of config groups (algorithm, tuner, procedure, ...) that an experiment's
     grid uses but that have no config."""
     grid = OmegaConf.to_container(spec.sweep.grid, resolve=True)
+    configs = ConfigSearch.with_dirs()
     missing = []
     for block in grid if isinstance(grid, list) else [grid]:
-        for group in (k for k in block if is_group(k)):
+        for group in (k for k in block if configs.is_group(k)):
             for value in block[group]:
                 try:
-                    check_option(group, value)
+                    configs.check_option(group, value)
                 except ValueError:
                     missing.append(f"{group}/{value}")
     return sorted(set(missing))

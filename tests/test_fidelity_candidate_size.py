@@ -7,7 +7,7 @@ import io
 import numpy as np
 from omegaconf import OmegaConf
 
-from sweeper.grid import CONF_DIR
+from sweeper.paths import CONF_DIR
 from sweeper.report import build_report
 from sweeper.sweep import run_sweep
 

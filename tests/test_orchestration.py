@@ -435,9 +435,9 @@ def test_an_unknown_experiment_lists_the_valid_ones(tmp_path):
         text=True,
         cwd=tmp_path,
     )
-    assert done.returncode != 0
-    assert "Could not find 'exp/nope'" in done.stderr
-    listed = done.stderr.split("Available options in 'exp':", 1)[1]
+    assert done.returncode == 2
+    assert "unknown exp 'nope'" in done.stderr
+    listed = done.stderr.split("Valid exp names are:", 1)[1]
     for experiment in ("smoke", "main", "grid", "candidates", "ablation", "syndicated"):
         assert experiment in listed
     assert not (tmp_path / "m.db").exists()

@@ -16,7 +16,8 @@ from mlflow import MlflowClient
 from omegaconf import OmegaConf
 from scipy import stats
 
-from sweeper.grid import CONF_DIR
+from sweeper.configs import ConfigSearch
+from sweeper.paths import CONF_DIR
 from sweeper.report import build_report
 from sweeper.report.__main__ import main as report_main
 from sweeper.report.load import ReportError
@@ -235,7 +236,9 @@ def test_pivoted_axis_labels_and_published_numbers(uri, tmp_path):
         "  tables:\n"
         "    - {name: regret, metric: final_regret, published: ['003 Table 4']}\n"
     )
-    report = build_report("rep_pivot", tmp_path / "out", uri, conf_dir=conf)
+    report = build_report(
+        "rep_pivot", tmp_path / "out", uri, configs=ConfigSearch.with_dirs([conf])
+    )
     table = report.tables["regret"]
     # One tuner: it stays a row axis; the pivoted candidate sets make the columns.
     assert table.header == [

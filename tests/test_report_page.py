@@ -9,7 +9,6 @@ import io
 
 import pytest
 
-from sweeper.grid import CONF_DIR
 from sweeper.report import build_report
 from sweeper.report.pagecheck import check_page
 from sweeper.sweep import run_sweep
@@ -23,7 +22,7 @@ def test_a_fresh_report_page_loads_every_figure_without_console_errors(
     overrides = ["task=toy", "horizon=40", "seeds=2", f"tracking.uri={tracking_uri}",
                  "experiment.name=page"]  # fmt: skip
     run_sweep(composer(overrides), composer, overrides, out=io.StringIO())
-    report = build_report("page", tmp_path / "report", tracking_uri, conf_dir=CONF_DIR)
+    report = build_report("page", tmp_path / "report", tracking_uri)
     check = check_page(tmp_path / "report" / "index.html")
     assert sorted(src for src, _ in check.images) == sorted(p for p, _ in report.figures)
     assert check.ok, (check.broken, check.console)

@@ -17,8 +17,9 @@ from mlflow import MlflowClient
 from omegaconf import OmegaConf
 
 from sweeper.cells import cell_key, legacy_key
-from sweeper.grid import CONF_DIR, expand
+from sweeper.grid import expand
 from sweeper.migrate import LEGACY_TAG
+from sweeper.paths import CONF_DIR
 from sweeper.provenance import code_tags
 from sweeper.report import ReportError, build_report
 from sweeper.sweep import run_sweep
@@ -142,14 +143,14 @@ def test_a_family_without_groups_sweeps_summarises_and_reports(
     assert {"value", "final_value"} <= set(cells[0].data.metrics)
     assert cells[0].data.params["task.name"] == "toy"
 
-    report = build_report("toyfam", tmp_path / "report", tracking_uri, conf_dir=CONF_DIR)
+    report = build_report("toyfam", tmp_path / "report", tracking_uri)
     assert set(report.tables) == {"final_value", "runtime", "failed"}  # no compare axis: no pairs
     assert [path for path, _ in report.figures] == ["figures/value.png", "figures/hp_knob.png"]
     assert "cumulative value" in report.figures[0][1].lower()
 
     # --where keeps listed values of a table column (seed) or a config path (toy.variant)
     kept = build_report(
-        "toyfam", tmp_path / "some", tracking_uri, conf_dir=CONF_DIR,
+        "toyfam", tmp_path / "some", tracking_uri,
         where={"seed": ["0", "2"], "toy.variant": ["b"]},
     )  # fmt: skip
     assert sorted(kept.cells["seed"]) == [0, 2]
@@ -157,7 +158,7 @@ def test_a_family_without_groups_sweeps_summarises_and_reports(
     assert any("(2 of 6)" in note for note in kept.notes)
     no_cell = r"keeps no cell: toy.variant takes the values \['a', 'b'\]"
     with pytest.raises(ReportError, match=no_cell):
-        build_report("toyfam", tmp_path / "none", tracking_uri, conf_dir=CONF_DIR,
+        build_report("toyfam", tmp_path / "none", tracking_uri,
                      where={"toy.variant": ["c"]})  # fmt: skip
 
 

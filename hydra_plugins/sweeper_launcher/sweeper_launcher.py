@@ -10,11 +10,13 @@ through the driver (one Ray start, one parent run, streaming, resumable).
 
 # No `from __future__ import annotations`: Hydra's plugin scan executes this module without
 # registering it in sys.modules, where dataclasses look string annotations up.
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-import hydra
 from hydra.core.config_store import ConfigStore
+from hydra.core.hydra_config import HydraConfig
 from hydra.core.utils import JobReturn, JobStatus, setup_globals
 from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
@@ -31,8 +33,10 @@ ConfigStore.instance().store(
 )
 
 
-def _compose(overrides: list[str]) -> DictConfig:
-    return hydra.compose(config_name="config", overrides=overrides)
+def _remove_sweep_dir(path: Path) -> None:
+    """Remove the temporary ``hydra.sweep.dir`` of conf/config.yaml (and nothing else)."""
+    if path.name.startswith("sweeper-multirun-") and path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
 
 
 class SweeperLauncher(Launcher):
@@ -50,10 +54,15 @@ class SweeperLauncher(Launcher):
     def launch(
         self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int
     ) -> Sequence[JobReturn]:
+        from sweeper.configs import compose
         from sweeper.multirun import run_multirun
 
         setup_globals()
-        statuses = run_multirun(job_overrides, _compose)
+        HydraConfig.instance().set_config(self.config)  # its hydra.searchpath, for compose
+        try:
+            statuses = run_multirun(job_overrides, compose)
+        finally:  # the basic sweeper's multirun.yaml: the parent runs keep the config
+            _remove_sweep_dir(Path(self.config.hydra.sweep.dir))
         return [
             JobReturn(
                 overrides=list(overrides),

@@ -27,7 +27,7 @@ from typing import Any
 
 import pandas as pd
 
-from sweeper.grid import CONF_DIR
+from sweeper.configs import ConfigSearch
 from sweeper.report import figures, html, stats, tables
 from sweeper.report.axes import Axis, build_axes, restrict
 from sweeper.report.load import Loaded, ReportError, load_experiment
@@ -109,10 +109,10 @@ def _dotted_paths(loaded: Loaded) -> list[str]:
     return list(dict.fromkeys(paths))
 
 
-def report_section(loaded: Loaded, conf_dir: Path) -> dict[str, Any]:
-    """The recorded ``report:`` section, updated key by key by conf/exp/NAME.yaml's."""
+def report_section(loaded: Loaded, configs: ConfigSearch) -> dict[str, Any]:
+    """The recorded ``report:`` section, updated key by key by exp/NAME.yaml's."""
     section = dict(loaded.config.get("report") or {})
-    section.update(section_from_file(loaded.name, conf_dir))
+    section.update(section_from_file(loaded.name, configs))
     return section
 
 
@@ -121,18 +121,20 @@ def build_report(
     out: str | Path | None = None,
     tracking_uri: str | None = None,
     reference: str | None = None,
-    conf_dir: Path = CONF_DIR,
+    configs: ConfigSearch | None = None,
     where: Mapping[str, list[str]] | None = None,
 ) -> Report:
     """Read experiment ``name`` from MLflow and write its report into ``out``; ``where``
-    keeps only the cells with the listed values (``{"seed": ["0", "1"]}``)."""
+    keeps only the cells with the listed values (``{"seed": ["0", "1"]}``); ``configs`` is
+    the config search path (the shipped configs, plus ``--config-dir`` directories)."""
     uri = resolve_uri(tracking_uri)
-    loaded = load_experiment(name, uri, conf_dir)
+    configs = configs or ConfigSearch.with_dirs()
+    loaded = load_experiment(name, uri, configs)
     if where:
         loaded = restrict(loaded, where)
     if not len(loaded.cells):
         raise ReportError(f"experiment '{name}' at {uri} has no cell runs yet")
-    spec = parse(report_section(loaded, conf_dir), reference, loaded.task)
+    spec = parse(report_section(loaded, configs), reference, loaded.task)
     published = find_published(_dotted_paths(loaded))
     cells, axes = build_axes(loaded, spec, published.display_names, published.axis_names)
     notes = list(loaded.notes)

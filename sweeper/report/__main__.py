@@ -1,11 +1,13 @@
 """``python -m sweeper.report NAME [--out DIR] [--tracking-uri URI] [--reference VALUE]
-[--where KEY=V1,V2 ...]``."""
+[--where KEY=V1,V2 ...] [--config-dir DIR]``."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
+from sweeper.configs import ConfigSearch
 from sweeper.report import ReportError, build_report
 
 
@@ -35,7 +37,19 @@ def main(argv: list[str] | None = None) -> int:
         help="keep only the cells whose KEY (seed, a group, or a config path such as "
         "logged_data.beta0) is one of the values; repeatable (e.g. --where seed=0,1,2)",
     )
+    parser.add_argument(
+        "--config-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a directory of your own configs, as given to `sweeper --config-dir DIR`: its "
+        "exp/NAME.yaml report section and task families are read before the shipped ones; "
+        "repeatable",
+    )
     args = parser.parse_args(argv)
+    for directory in args.config_dir:
+        if not Path(directory).expanduser().is_dir():
+            parser.error(f"--config-dir {directory}: no such directory")
     where = {}
     for item in args.where:
         key, sep, values = item.partition("=")
@@ -44,7 +58,12 @@ def main(argv: list[str] | None = None) -> int:
         where[key.strip()] = [v.strip() for v in values.split(",")]
     try:
         report = build_report(
-            args.name, args.out, args.tracking_uri, args.reference, where=where or None
+            args.name,
+            args.out,
+            args.tracking_uri,
+            args.reference,
+            configs=ConfigSearch.with_dirs(args.config_dir),
+            where=where or None,
         )
     except ReportError as err:
         print(f"error: {err}", file=sys.stderr)

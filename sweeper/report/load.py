@@ -28,8 +28,8 @@ import pandas as pd
 import yaml
 from mlflow import MlflowClient
 
+from sweeper.configs import ConfigSearch
 from sweeper.errors import SweepError
-from sweeper.grid import CONF_DIR
 from sweeper.table import CELLS_TABLE, CellTable, run_artifacts
 from sweeper.task import Task, task_of_config
 from sweeper.tracking import MAX_INDEX_PARENTS, check_store, number_or_none, search_all
@@ -90,7 +90,7 @@ class _Candidate:
     run: Any = None
 
 
-def load_experiment(name: str, uri: str, conf_dir: Path = CONF_DIR) -> Loaded:
+def load_experiment(name: str, uri: str, configs: ConfigSearch | None = None) -> Loaded:
     client = client_for(uri)
     experiment = client.get_experiment_by_name(name)
     if experiment is None or experiment.lifecycle_stage == "deleted":
@@ -155,7 +155,7 @@ def load_experiment(name: str, uri: str, conf_dir: Path = CONF_DIR) -> Loaded:
     chosen, unfinished, superseded = _choose(candidates.values())
     top_keys = _config_keys(configs)
     newest = configs[-1] if configs else {}
-    task = task_of_config(newest, conf_dir)
+    task = task_of_config(newest, configs or ConfigSearch.with_dirs())
     rows, rebuilt = [], 0
     for candidate in chosen:
         if candidate.row is None:

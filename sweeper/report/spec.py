@@ -35,11 +35,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import yaml
 
+from sweeper.configs import ConfigSearch
 from sweeper.report.load import ReportError
 from sweeper.task import GENERIC, Task
 
@@ -92,10 +92,11 @@ class ReportSpec:
         return self.task.compare
 
 
-def section_from_file(name: str, conf_dir: Path) -> dict[str, Any]:
-    """The ``report:`` section of conf/exp/NAME.yaml, or {} when there is none."""
-    path = conf_dir / "exp" / f"{name}.yaml"
-    if not path.is_file():
+def section_from_file(name: str, configs: ConfigSearch) -> dict[str, Any]:
+    """The ``report:`` section of the experiment file ``exp/NAME.yaml`` on the config search
+    path (a ``--config-dir``'s first), or {} when there is none."""
+    path = configs.find("exp", name)
+    if path is None:
         return {}
     try:
         loaded = yaml.safe_load(path.read_text()) or {}

@@ -57,6 +57,55 @@ def validate(config: Mapping[str, Any]) -> None:
         )
 
 
+def prepare(
+    config: Mapping[str, Any],
+) -> tuple[BanditAlgorithm, Tuner, Environment, np.random.Generator]:
+    """The cell's parts, reset for its horizon and seed as round 1 finds them, and the
+    generator of the warm-up's random arms."""
+    horizon = horizon_of(config)
+    seed = int(config["seed"])
+    algorithm, tuner, environment = build_parts(config)
+    algorithm_rng, tuner_rng, warmup_rng = agent_rngs(
+        seed, spec_name(config["algorithm"]), spec_name(config["tuner"])
+    )
+    environment.reset(horizon, algorithm.model, environment_rng(spec_name(config["dataset"]), seed))
+    if algorithm.needs_parameter_norm:  # S = ||theta*|| of this instance (003 Section 3)
+        algorithm.set_parameter_norm(environment.parameter_norm())
+    algorithm.reset(environment.n_features, horizon, algorithm_rng)
+    tuner.reset(algorithm.space, horizon, tuner_rng, algorithm.theoretical)
+    return algorithm, tuner, environment, warmup_rng
+
+
+def conformance(config: Mapping[str, Any], result: Mapping[str, Any]) -> list[str]:
+    """What a finished cell's hyperparameter trace breaks of its tuner's declaration
+    (:meth:`Tuner.proposes`): a proposal outside the declared interval or set, or a
+    proposal that is not a finite number. The conformance check calls it
+    (``python -m sweeper.check``)."""
+    _algorithm, tuner, _environment, _ = prepare(config)
+    names, values = result["trace"]["names"], np.asarray(result["trace"]["values"])
+    warmup = int(result["summary"].get("warmup_rounds", 0))
+    problems = []
+    for column, h in enumerate(tuner.space):
+        proposed = values[warmup:, column]
+        if not np.all(np.isfinite(proposed)):
+            problems.append(f"{names[column]}: a proposal is not a finite number")
+            continue
+        declared = tuner.proposes(h)
+        if declared is None:
+            continue
+        kind, bounds = declared
+        if kind == "interval":
+            outside = proposed[(proposed < bounds[0] - 1e-9) | (proposed > bounds[1] + 1e-9)]
+        else:
+            outside = proposed[~np.isclose(proposed[:, None], np.asarray(bounds)).any(axis=1)]
+        if outside.size:
+            problems.append(
+                f"{names[column]}: {outside.size} proposal(s) outside the declared {kind} "
+                f"{list(bounds)}, e.g. {outside[0]:g}"
+            )
+    return problems
+
+
 class Probe(Protocol):
     """Chooses the tuned rounds' arm in place of ``algorithm.select`` and may record what it
     saw (003 Appendix A.2's check, ``tasks.bandit_tuning.lipschitz_check``)."""
@@ -84,18 +133,8 @@ def run_cell(config: Mapping[str, Any], probe: Probe | None = None) -> dict[str,
     """
     started = time.perf_counter()
     horizon = horizon_of(config)
-    seed = int(config["seed"])
-    algorithm, tuner, environment = build_parts(config)
-    algorithm_rng, tuner_rng, warmup_rng = agent_rngs(
-        seed, spec_name(config["algorithm"]), spec_name(config["tuner"])
-    )
-
-    environment.reset(horizon, algorithm.model, environment_rng(spec_name(config["dataset"]), seed))
-    if algorithm.needs_parameter_norm:  # S = ||theta*|| of this instance (003 Section 3)
-        algorithm.set_parameter_norm(environment.parameter_norm())
-    algorithm.reset(environment.n_features, horizon, algorithm_rng)
+    algorithm, tuner, environment, warmup_rng = prepare(config)
     space = algorithm.space
-    tuner.reset(space, horizon, tuner_rng, algorithm.theoretical)
     warmup = min(tuner.warmup_rounds(), horizon)
 
     instant_regret = np.empty(horizon)
@@ -148,3 +187,5 @@ def run_cell(config: Mapping[str, Any], probe: Probe | None = None) -> dict[str,
 
 
 run_cell.validate = validate  # the driver calls it once per distinct config before dispatch
+run_cell.conformance = conformance  # sweeper.check holds each cell to its tuner's declaration
+run_cell.build = build_parts  # sweeper.check pickles the built parts (as Ray would ship them)

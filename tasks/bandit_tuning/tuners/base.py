@@ -9,6 +9,9 @@ import numpy as np
 from tasks.bandit_tuning.space import Hyperparameter
 
 Theory = Callable[[int], dict[str, float]]
+Declared = tuple[str, tuple[float, ...]] | None
+"""Where a tuner's proposals for one hyperparameter lie: ``("interval", (low, high))``, a
+finite ``("set", values)``, or None (not a set of its own, e.g. a theoretical schedule)."""
 
 EXPLORATION_RATE = "exploration_rate"
 
@@ -53,6 +56,12 @@ class Tuner:
 
     def observe(self, reward: float) -> None:
         """The reward the bottom layer earned with the last proposal."""
+
+    def proposes(self, hyperparameter: Hyperparameter) -> Declared:
+        """Where this tuner's proposals for ``hyperparameter`` lie, once ``reset`` (see
+        :data:`Declared`); the conformance check (``python -m sweeper.check``) holds every
+        proposal to it. The default, None, declares nothing."""
+        return None
 
     def notify_change(self) -> None:
         """The environment changed before the coming round (only oracles use this)."""

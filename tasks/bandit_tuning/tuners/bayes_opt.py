@@ -110,6 +110,9 @@ class BayesOpt(Tuner):
         )
         return ConstantKernel(0.01, (1e-6, 1e2)) * shape
 
+    def proposes(self, hyperparameter):
+        return ("interval", tuple(hyperparameter.interval))
+
     def reset(self, space, horizon, rng, theory) -> None:
         super().reset(space, horizon, rng, theory)
         self.candidates = candidate_grid(len(self.space), self.n_candidates)

@@ -96,6 +96,9 @@ class PerHyperparameterD2ME(Tuner):
     def learner(self, rng: np.random.Generator):
         raise NotImplementedError
 
+    def proposes(self, hyperparameter):
+        return ("interval", tuple(hyperparameter.interval))
+
     def reset(self, space, horizon, rng, theory) -> None:
         super().reset(space, horizon, rng, theory)
         self.learners = [self.learner(rng) for _ in self.space]

@@ -39,5 +39,8 @@ class Fixed(Tuner):
     def propose(self, t: int) -> dict[str, float]:
         return dict(self._proposal)
 
+    def proposes(self, hyperparameter):
+        return ("set", (self._proposal[hyperparameter.name],))
+
     def params(self) -> dict[str, float | str]:
         return {f"fixed.{name}": value for name, value in self._proposal.items()}

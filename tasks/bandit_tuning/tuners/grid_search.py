@@ -41,6 +41,9 @@ class ExploreThenCommit(Tuner):
         """The explored points, shape (n, dimension), in [0, 1]^dimension."""
         raise NotImplementedError
 
+    def proposes(self, hyperparameter):
+        return ("interval", tuple(hyperparameter.interval))
+
     def reset(self, space, horizon, rng, theory) -> None:
         super().reset(space, horizon, rng, theory)
         self.grid = np.asarray(self.points(len(self.space), rng), dtype=float)

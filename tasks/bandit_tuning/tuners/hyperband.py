@@ -89,6 +89,9 @@ class Hyperband(Tuner):
         self.max_resource = None if max_resource is None else float(max_resource)
         self.explore_fraction = float(explore_fraction)
 
+    def proposes(self, hyperparameter):
+        return ("interval", tuple(hyperparameter.interval))
+
     def reset(self, space, horizon, rng, theory) -> None:
         super().reset(space, horizon, rng, theory)
         self.resource = (

@@ -39,6 +39,13 @@ class OP(Tuner):
         self.failures = np.ones(len(self.candidates))
         self.last = -1
 
+    def proposes(self, hyperparameter):
+        """Its candidates for the one hyperparameter it tunes; the others keep their
+        theoretical values (nothing declared)."""
+        if hyperparameter.name != self.space[self.target].name:
+            return None
+        return ("set", tuple(self.candidates))
+
     def propose(self, t: int) -> dict[str, float]:
         draws = self.rng.beta(self.successes, self.failures)
         self.last = int(np.argmax(draws))

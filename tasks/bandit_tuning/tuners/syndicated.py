@@ -18,6 +18,9 @@ class Syndicated(Tuner):
         super().reset(space, horizon, rng, theory)
         self.instances = [Exp3(len(h.candidates), self.horizon, rng) for h in self.space]
 
+    def proposes(self, hyperparameter):
+        return ("set", tuple(hyperparameter.candidates))
+
     def propose(self, t: int) -> dict[str, float]:
         return {
             h.name: float(h.candidates[exp3.pull()])

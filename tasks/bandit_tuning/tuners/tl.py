@@ -23,6 +23,13 @@ class TL(Tuner):
         self.candidates = tuple(self.space[self.target].candidates)
         self.exp3 = Exp3(len(self.candidates), self.horizon, rng)
 
+    def proposes(self, hyperparameter):
+        """Its candidates for the one hyperparameter it tunes; the others keep their
+        theoretical values (nothing declared)."""
+        if hyperparameter.name != self.space[self.target].name:
+            return None
+        return ("set", tuple(self.candidates))
+
     def propose(self, t: int) -> dict[str, float]:
         theory = self.theory(t)
         values = {h.name: float(theory[h.name]) for h in self.space}

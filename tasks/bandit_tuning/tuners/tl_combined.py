@@ -19,6 +19,9 @@ class TLCombined(Tuner):
         self.combinations = list(itertools.product(*(h.candidates for h in self.space)))
         self.exp3 = Exp3(len(self.combinations), self.horizon, rng)
 
+    def proposes(self, hyperparameter):
+        return ("set", tuple(hyperparameter.candidates))
+
     def propose(self, t: int) -> dict[str, float]:
         chosen = self.combinations[self.exp3.pull()]
         return {h.name: float(v) for h, v in zip(self.space, chosen, strict=True)}

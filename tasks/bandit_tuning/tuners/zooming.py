@@ -70,6 +70,10 @@ class ZoomingTuner(Tuner):
             interval = (a, b)
         self.interval = interval
 
+    def proposes(self, hyperparameter):
+        """The box: ``tuner.interval`` for every hyperparameter, else the space's own."""
+        return ("interval", tuple(self.interval or hyperparameter.interval))
+
     def reset(self, space, horizon, rng, theory) -> None:
         super().reset(space, horizon, rng, theory)
         self.T1 = min(self._warmup, self.horizon - 1)

@@ -1,0 +1,120 @@
+"""The command line's overrides checked before Hydra runs the app: a misspelled group,
+option or setting is bad input (exit status 2), said in one paragraph with the closest
+valid names.
+
+Hydra would report ``algoritm=linucb`` itself, with exit status 1 (which this tool keeps
+for "a cell FAILED") and the advice to write ``+algoritm=linucb``, which only moves the
+mistake into the config. :func:`check_command_line` parses the arguments with Hydra's own
+parser, checks every group option against the config search path (``--config-dir`` and
+``hydra.searchpath`` included), then composes the root config once with the overrides (the
+first value of each swept one) and turns a composition error into such a paragraph.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from sweeper.configs import ConfigSearch
+from sweeper.errors import SweepError
+from sweeper.paths import CONF_DIR
+
+NOT_IN_STRUCT = re.compile(r"Could not override '([^']+)'")
+
+
+def check_command_line(argv: Sequence[str]) -> None:
+    """Raise :class:`SweepError` when an override of ``argv`` names no group, option or
+    setting; return quietly for anything else (Hydra's own flags, help, completion)."""
+    from hydra._internal.utils import get_args_parser
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    args, _ = get_args_parser().parse_known_args(list(argv))
+    if args.help or args.hydra_help or args.shell_completion or args.info or args.cfg:
+        return
+    try:
+        parsed = OverridesParser.create().parse_overrides(args.overrides)
+    except HydraException:
+        return  # malformed syntax: Hydra's own message says where
+    searchpath = [o.value() for o in parsed if o.key_or_group == "hydra.searchpath"]
+    extra = [args.config_dir] if args.config_dir else []
+    configs = ConfigSearch.of(
+        [*extra, str(CONF_DIR), *(p for value in searchpath for p in value or [])]
+    )
+    job = [o for o in parsed if not o.is_hydra_override()]
+    for override in job:
+        _check_options(override, configs)
+    _compose_once(job, configs)
+
+
+def _check_options(override: Any, configs: ConfigSearch) -> None:
+    key = override.key_or_group
+    if override.is_delete() or "." in key or "/" in key or not configs.is_group(key):
+        return
+    values = list(override.sweep_iterator()) if override.is_sweep_override() else [override.value()]
+    options = configs.options(key)
+    for value in values:
+        if isinstance(value, str) and value not in options:
+            raise SweepError(
+                f"unknown {key} '{value}'{_did_you_mean(value, options)} Valid {key} names "
+                f"are: {', '.join(options)}. An option of your own goes into DIR/{key}/"
+                f"{value}.yaml with --config-dir DIR"
+            )
+
+
+def _compose_once(job: Sequence[Any], configs: ConfigSearch) -> None:
+    """Compose the root config with the job's overrides (a swept one at its first value)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import ConfigCompositionException, MissingConfigException
+
+    overrides = [_first(o) for o in job]
+    searchpath = [f"'file://{d}'" for d in configs.directories if d != CONF_DIR]
+    hydra_overrides = [f"hydra.searchpath=[{','.join(searchpath)}]"] if searchpath else []
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        try:
+            compose(config_name="config", overrides=[*overrides, *hydra_overrides])
+        except (ConfigCompositionException, MissingConfigException) as err:
+            found = NOT_IN_STRUCT.search(str(err))
+            if found is None:
+                return  # not a name: Hydra says it (and the driver checks values)
+            others = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") != found[1]]
+            try:  # the config the name was looked for in: every other override applied
+                root = compose(config_name="config", overrides=[*others, *hydra_overrides])
+            except (ConfigCompositionException, MissingConfigException):
+                root = compose(config_name="config", overrides=hydra_overrides)
+            raise SweepError(_unknown_setting(found[1], root, configs)) from None
+
+
+def _first(override: Any) -> str:
+    """The override as one job of a multirun would have it (its first swept value)."""
+    if not override.is_sweep_override():
+        return override.input_line
+    first = next(iter(override.sweep_iterator()))
+    prefix = {"ADD": "+", "FORCE_ADD": "++"}.get(override.type.name, "")
+    return f"{prefix}{override.key_or_group}={first}"
+
+
+def _unknown_setting(key: str, root: Any, configs: ConfigSearch) -> str:
+    parent, _, name = key.rpartition(".")
+    node = OmegaConf.select(root, parent) if parent else root
+    siblings = [str(k) for k in node.keys()] if hasattr(node, "keys") else []
+    if not parent:
+        siblings = sorted({*siblings, *configs.groups()})
+    where = f"in '{parent}'" if parent else "at the top of the config"
+    there = f"; the settings there are: {', '.join(sorted(siblings))}" if siblings else ""
+    return (
+        f"unknown group or setting '{key}'{_did_you_mean(name, siblings)} There is no "
+        f"'{name}' {where}{there}. `sweeper --help` lists the groups and their options"
+    )
+
+
+def _did_you_mean(name: str, candidates: Sequence[str]) -> str:
+    """'; did you mean 'x'?' for the closest candidates, else '.' (ends a sentence)."""
+    close = difflib.get_close_matches(name, list(candidates), n=3, cutoff=0.6)
+    if not close:
+        return "."
+    return "; did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
