@@ -22,3 +22,21 @@ def whole_number(value: Any, key: str, minimum: int, meaning: str = "") -> int:
         what = f" ({meaning})" if meaning else ""
         raise SweepError(f"{key} must be a whole number, at least {minimum}{what}; got {value!r}")
     return int(value)
+
+
+def boolean(value: Any, key: str, default: bool = False) -> bool:
+    """``value`` as OmegaConf reads a boolean (true/false, yes/no, on/off, y/n, 1/0, any
+    case; null: ``default``), else a SweepError naming ``key``: ``bool("no")`` is True, so a
+    setting is never read with Python's ``bool``."""
+    from omegaconf.errors import ValidationError
+    from omegaconf.nodes import BooleanNode
+
+    if value is None:
+        return default
+    try:
+        return bool(BooleanNode(value=value)._value())
+    except ValidationError:
+        raise SweepError(
+            f"{key} must be a boolean (true or false; yes/no, on/off and 1/0 are read as "
+            f"OmegaConf reads them), got {value!r}: set {key}=true or {key}=false"
+        ) from None

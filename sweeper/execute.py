@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import logging
 import math
 import socket
 import time
@@ -12,8 +13,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from hydra.utils import get_method
 
-from tasks.building import locate
+
+class _Quiet(logging.Filter):
+    """``hydra.utils.get_method`` logs its error before raising it; the caller says it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Error getting callable")
+
+
+logging.getLogger("hydra.utils").addFilter(_Quiet())
+
+
+def cell_function(path: str) -> Any:
+    """The cell function at the dotted ``path`` (the config key ``cell``), found by Hydra's
+    own lookup; ``ImportError``/``ValueError`` naming it when there is none."""
+    return get_method(path)
 
 
 def node_label(node_ip: str | None, node_id: str | None) -> str:
@@ -58,7 +74,7 @@ def execute(function: str, config: dict[str, Any]) -> Outcome:
     """
     started = time.perf_counter()
     try:
-        result = locate(function)(config)
+        result = cell_function(function)(config)
         if not isinstance(result, Mapping) or not isinstance(result.get("summary"), Mapping):
             raise TypeError(
                 f"cell function '{function}' returned {type(result).__name__}; it must return "

@@ -56,10 +56,15 @@ def timeout_of(launcher: Mapping[str, Any]) -> float | None:
     value = launcher.get("timeout_s")
     if value is None:
         return None
-    seconds = float(value)
-    if not seconds > 0:
-        raise ValueError(
-            f"launcher.timeout_s must be a positive number of seconds or null, got {value}"
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = float("nan")
+    if not seconds > 0 or seconds == float("inf"):
+        raise SweepError(
+            f"launcher.timeout_s must be a positive number of seconds or null (no limit), got "
+            f"{value!r}: set launcher.timeout_s=1800 (half an hour per cell) or "
+            "launcher.timeout_s=null"
         )
     return seconds
 
@@ -73,6 +78,10 @@ def check_launcher(launcher: Mapping[str, Any]) -> None:
     strategy = launcher.get("scheduling_strategy")
     if strategy is not None and str(strategy) not in ("DEFAULT", "SPREAD"):
         raise ValueError(f"launcher.scheduling_strategy must be DEFAULT or SPREAD, got {strategy}")
+    if launcher.get("num_cpus") is not None:
+        whole_number(
+            launcher.get("num_cpus"), "launcher.num_cpus", 1, "CPUs of an embedded Ray; null: all"
+        )
     for key, minimum in (("max_in_flight", 1), ("max_retries", 0)):
         if launcher.get(key) is not None:
             whole_number(launcher.get(key), f"launcher.{key}", minimum)
@@ -197,7 +206,7 @@ def init_ray(launcher: Mapping[str, Any]) -> None:
     kwargs: dict[str, Any] = {"address": address, "log_to_driver": False}
     if address == "local":
         kwargs["include_dashboard"] = False
-        if launcher.get("num_cpus"):
+        if launcher.get("num_cpus") is not None:
             kwargs["num_cpus"] = int(launcher["num_cpus"])
     ray.init(**kwargs)
     check_fits(float(launcher.get("cpus_per_cell") or 1), embedded=address == "local")

@@ -29,7 +29,7 @@ from omegaconf import DictConfig
 from sweeper import memory
 from sweeper.bulk import BulkWriter, RunRecord, database_of
 from sweeper.cells import Cell
-from sweeper.errors import SweepError
+from sweeper.errors import SweepError, boolean
 from sweeper.execute import Outcome
 from sweeper.progress import Progress
 from sweeper.tracking import STORE_ERRORS, StoreFailed, Tracker, now_ms
@@ -98,7 +98,7 @@ class Batching:
             "log_threads": _positive(threads, "tracking.log_threads", int),
             "patience_s": _positive(tracking.get("patience_s", 300), "tracking.patience_s", float),
         }
-        direct = tracking.get("direct_writes", True)
+        direct = boolean(tracking.get("direct_writes", True), "tracking.direct_writes", True)
         database = database_of(tracker.uri, tracking.get("database")) if direct else None
         return cls(database, **values)
 

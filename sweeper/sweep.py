@@ -34,11 +34,12 @@ from typing import Any, NamedTuple, TextIO
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
+from sweeper import settings
 from sweeper.bulk import BulkWriter
 from sweeper.cells import Cell, canonical_json
 from sweeper.dryrun import dry_run
 from sweeper.errors import SweepError
-from sweeper.execute import Outcome
+from sweeper.execute import Outcome, cell_function
 from sweeper.grid import Composer, Grid, expand, task_of
 from sweeper.launch import check_launcher, init_ray, launch
 from sweeper.lock import Lease, store_lock
@@ -55,7 +56,6 @@ from sweeper.tracking import (
     resolve_uri,
     store_calls,
 )
-from tasks.building import locate
 
 MAX_LISTED_FAILURES = 20
 MAX_SUMMARY_ROWS = 60
@@ -140,19 +140,22 @@ def run_sweep(
     """
     started = time.perf_counter()
     check_launcher(cfg.launcher)
+    uri = resolve_uri(cfg.tracking.get("uri"))
+    settings.check(cfg, uri)
     cells = expand(cfg, compose, cli_overrides)
+    if len(cells) > settings.max_cells(cfg):
+        raise settings.too_many(f"this sweep has {len(cells):,} cells", settings.max_cells(cfg))
     validate(cells)
     if cfg.get("dry_run"):
         dry_run(cfg, cells, out)
         return SweepResult(str(cfg.experiment.name), "", len(cells), 0)
-    uri = resolve_uri(cfg.tracking.get("uri"))
     check_store(uri)
     command = _command(cli_overrides)
     with store_lock(uri, command):
         with store_calls(f"opening the MLflow store {uri}"):
             tracker = Tracker(
                 uri,
-                str(cfg.experiment.name),
+                settings.experiment_name(cfg.experiment.get("name")),
                 task_of(cfg),
                 cfg.tracking.get("artifacts_destination"),
             )
@@ -182,7 +185,7 @@ def _sweep(
         index = tracker.resume_index(parents)
         retagged = tracker.settle_supersession(parents, index)
         carried = carry_over(tracker, cells, index)
-    rerun = bool(cfg.get("rerun"))
+    rerun = settings.rerun(cfg)
     known = {k: index.finished[k] for k in cells.keys if k in index.finished}
     todo = cells if rerun else cells.where(lambda key: key not in known)
     resume_s = time.perf_counter() - checked
@@ -241,7 +244,7 @@ def _drive(
     """Reap, dispatch ``todo``, record the outcomes in batches as they arrive, end the
     parent run. The driver keeps counts and keys, not rows: the rows go to the parent's
     table part by part (sweeper/table.py)."""
-    parent, name, rerun = result.parent_run_id, result.experiment, bool(cfg.get("rerun"))
+    parent, name, rerun = result.parent_run_id, result.experiment, settings.rerun(cfg)
     with store_calls("settling the runs a killed driver left RUNNING"):
         result.reaped = len(tracker.reap(tracker.leftovers(parent), parent))
         tracker.table(parent).consolidate()  # the parts a killed driver left
@@ -381,7 +384,16 @@ def validate(cells: Sequence[Cell]) -> None:
     """
     seen: set[str] = set()
     for cell in cells:
-        function = locate(cell.function)
+        try:
+            function = cell_function(cell.function)
+        except (ImportError, ValueError) as err:
+            reason = " ".join(str(err).split())
+            raise SweepError(
+                f"cell={cell.function}: no cell function there ({reason}). The config key "
+                "`cell` is the dotted path of a family's run_cell (e.g. "
+                "cell=sweeper.toy.toy_cell); choose a family with task=NAME instead of "
+                "setting cell by hand"
+            ) from None
         check = getattr(function, "validate", None)
         signature = canonical_json({k: v for k, v in cell.config.items() if k != "seed"})
         if check is None or signature in seen:

@@ -57,3 +57,17 @@ def toy_cell(config: Mapping[str, Any]) -> dict[str, Any]:
         "curves": {"value": value},
         "trace": {"names": ["knob"], "values": knob},
     }
+
+
+def validate(config: Mapping[str, Any]) -> None:
+    """Refuse a toy config that cannot run, before any cell does: ``horizon`` is a positive
+    whole number of steps."""
+    horizon = config.get("horizon", 100)
+    whole = isinstance(horizon, int) and not isinstance(horizon, bool)
+    if not whole or horizon < 1:
+        raise ValueError(
+            f"horizon must be a positive whole number of steps, got {horizon!r} (e.g. horizon=100)"
+        )
+
+
+toy_cell.validate = validate

@@ -124,6 +124,7 @@ def check_store(uri: str) -> None:
     if path.exists():
         if not os.access(path, os.R_OK | os.W_OK):
             raise SweepError(f"the MLflow store {path} (tracking.uri) cannot be read and written")
+        _check_free(path.parent or Path("."), MIN_FREE_BYTES, path, uri)
         return
     try:
         with tempfile.NamedTemporaryFile(dir=path.parent or "."):
@@ -133,6 +134,28 @@ def check_store(uri: str) -> None:
             f"cannot create the MLflow store {path} (tracking.uri={uri}): {err.strerror or err}. "
             "Point tracking.uri at a writable directory (e.g. tracking.uri=sqlite:///mlflow.db)"
         ) from None
+    _check_free(path.parent or Path("."), NEW_STORE_BYTES, path, uri)
+
+
+NEW_STORE_BYTES = 8 << 20
+"""Free space a new sqlite store needs (its empty schema is about 1 MB, its journal as much)."""
+MIN_FREE_BYTES = 1 << 20
+"""Free space below which an existing sqlite store is refused (a batch could not be written)."""
+
+
+def _check_free(directory: Path, needed: int, path: Path, uri: str) -> None:
+    """Refuse a store on a disk without ``needed`` bytes free, before a lock file exists."""
+    try:
+        stat = os.statvfs(directory)
+    except OSError:
+        return
+    free = stat.f_bavail * stat.f_frsize
+    if free < needed:
+        raise SweepError(
+            f"the disk holding the MLflow store {path} (tracking.uri={uri}) has "
+            f"{free / 1024:.0f} kB free, less than the {needed >> 20} MB a sweep needs there: "
+            "free disk space, or point tracking.uri at another disk"
+        )
 
 
 class StoreFailed(RuntimeError):
