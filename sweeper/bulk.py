@@ -116,13 +116,25 @@ class BulkWriter:
         _verify_schema(self.engine)  # the tables are the ones this MLflow writes
         check_columns()
         self.user = _user()
+        self.fence: Any = None  # the driver's hold on the experiment (sweeper/lock.py)
 
     def artifact_uri(self, run_id: str) -> str:
         return f"{self.artifact_location}/{run_id}/artifacts"
 
+    def experiment_name(self) -> str | None:
+        """The name of this writer's experiment in its database (None: no such id)."""
+        experiments = sa.table("experiments", sa.column("experiment_id"), sa.column("name"))
+        query = sa.select(experiments.c.name).where(
+            experiments.c.experiment_id == self.experiment_id
+        )
+        with self.engine.connect() as connection:
+            return connection.execute(query).scalar()
+
     def write(self, records: Sequence[RunRecord]) -> None:
         """Write ``records`` in one transaction; a batch that already committed (a retry
-        after a lost connection) is left as it is."""
+        after a lost connection) is left as it is. :attr:`fence` (a
+        :class:`sweeper.lock.Fence`) checks, in the same transaction, that this driver still
+        holds the experiment."""
         records = [r for r in records if not r.written]
         if not records:
             return
@@ -130,6 +142,8 @@ class BulkWriter:
         with self.engine.begin() as connection:
             if self._committed(connection, records[0].run_id):
                 return
+            if self.fence is not None:
+                self.fence.check_in(connection)
             insert = _copy if self.engine.dialect.name == "postgresql" else _executemany
             cursor = connection.connection.driver_connection.cursor()
             for table, data in rows.items():

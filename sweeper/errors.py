@@ -40,3 +40,11 @@ def boolean(value: Any, key: str, default: bool = False) -> bool:
             f"{key} must be a boolean (true or false; yes/no, on/off and 1/0 are read as "
             f"OmegaConf reads them), got {value!r}: set {key}=true or {key}=false"
         ) from None
+
+
+class StoreBusy(RuntimeError):
+    """Another live driver writes into this store (or experiment): exit status 4."""
+
+
+class StoreFailed(RuntimeError):
+    """The MLflow store failed under the driver (disk full, a server gone): exit status 3."""

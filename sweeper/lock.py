@@ -44,17 +44,14 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from sweeper.errors import SweepError
+from sweeper.errors import StoreBusy, StoreFailed, SweepError
+from sweeper.process import driver_alive, now_ms, pid_alive
 
 HEARTBEAT_S = 10.0
 LEASE_EXPIRY_S = 60.0
 SETTLE_S = 5.0
 """A half-built store that has not changed for this long has no live builder."""
 BUILDING = ".creating-"
-
-
-class StoreBusy(RuntimeError):
-    """Another live driver writes into this store (or experiment): exit status 4."""
 
 
 class StoreDamaged(SweepError):
@@ -175,6 +172,9 @@ class Lease:
         self.run_id: str | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.beaten = time.monotonic()  # the last heartbeat the store took
+        self.margin_s = max(expiry_s - heartbeat_s, expiry_s / 2)
+        """Silent this long, the driver counts its lease lost (before others may take it)."""
 
     def _leases(self) -> list[Any]:
         return self.client.search_runs(
@@ -185,8 +185,6 @@ class Lease:
 
     def live(self, run: Any) -> bool:
         """True unless the lease's driver is gone or its heartbeat expired."""
-        from sweeper.tracking import driver_alive, now_ms
-
         alive = driver_alive(run.data.tags.get("sweeper.driver"))
         if alive is not None:
             return alive
@@ -195,8 +193,6 @@ class Lease:
 
     def acquire(self) -> None:
         """Create this driver's lease, then refuse (:class:`StoreBusy`) if another is live."""
-        from sweeper.tracking import now_ms
-
         run = self.client.create_run(
             self.experiment_id,
             run_name="sweeper-lease",
@@ -224,15 +220,24 @@ class Lease:
             raise StoreBusy(
                 busy_message(f"this experiment of {self.client.tracking_uri}", holder, pid[0])
             )
+        self.beaten = time.monotonic()
         self._thread = threading.Thread(target=self._beat, name="sweeper-lease", daemon=True)
         self._thread.start()
 
     def _beat(self) -> None:
-        from sweeper.tracking import now_ms
-
         while not self._stop.wait(self.heartbeat_s):
             with suppress(Exception):  # a store that fails is the driver's to report
+                sent = time.monotonic()
                 self.client.set_tag(self.run_id, "sweeper.heartbeat", str(now_ms()))
+                if sent - self.beaten < self.margin_s:  # never renew a lease already lost
+                    self.beaten = sent
+
+    def check(self) -> None:
+        """Raise :class:`LeaseLost` when no heartbeat reached the store for the lease's
+        expiry (the driver was paused, or cut off): another driver may have taken it."""
+        silent = time.monotonic() - self.beaten
+        if self._thread is not None and silent >= self.margin_s:
+            raise LeaseLost(lost_message(None).replace("(unknown)", f"(silent {silent:.0f} s)"))
 
     def _drop(self) -> None:
         with suppress(Exception):
@@ -246,6 +251,190 @@ class Lease:
         if self.run_id is not None:
             self._drop()
             self.run_id = None
+
+
+class LeaseLost(StoreFailed):
+    """This driver no longer holds the experiment (another driver took its lease, or its
+    lock): it stops at once, writing nothing more (the other driver owns the sweep now)."""
+
+
+HOLDER = "sweeper.holder"
+"""The experiment's tag naming the driver that holds it: the fencing token each batch checks
+in its own transaction (:meth:`Fence.check_in`)."""
+
+
+class Fence:
+    """The fencing token of a driver that holds an experiment (a lease on a tracking server,
+    an advisory lock on a PostgreSQL store): its id in the experiment's tag :data:`HOLDER`.
+
+    A driver that takes the experiment over writes its own id there before it reads what
+    the experiment holds; every batch of runs checks the tag still names its driver, in the
+    batch's own transaction when it is written into the database (:meth:`check_in`, a row
+    lock on PostgreSQL, so a takeover waits for a batch in flight and then sees it), else
+    just before it (:meth:`check`). A driver that lost it stops (:class:`LeaseLost`).
+
+    Parameters
+    ----------
+    client : MlflowClient
+    experiment_id : str
+    driver : str
+        This driver's id (:func:`sweeper.process.driver_id`).
+    lease : Lease or None
+        Its lease, whose own heartbeat tells a driver paused past the lease's expiry.
+    lock : AdvisoryLock or None
+        Its advisory lock (a PostgreSQL tracking store).
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        experiment_id: str,
+        driver: str,
+        lease: Lease | None = None,
+        lock: AdvisoryLock | None = None,
+    ) -> None:
+        self.client, self.experiment_id, self.driver = client, experiment_id, driver
+        self.lease, self.lock = lease, lock
+
+    def before_batch(self, api: bool) -> None:
+        """Before a batch is written: the lock's session taken again if a database restart
+        ended it, and (``api``: runs through MLflow's API, no transaction to check in) the
+        token checked."""
+        if self.lock is not None:
+            try:
+                self.lock.check()
+            except StoreBusy as err:
+                raise LeaseLost(lost_message(str(err))) from None
+        if api:
+            self.check()
+
+    def claim(self) -> None:
+        self.client.set_experiment_tag(self.experiment_id, HOLDER, self.driver)
+
+    def check(self) -> None:
+        """Raise :class:`LeaseLost` unless this driver still holds the experiment."""
+        if self.lease is not None:
+            self.lease.check()
+        holder = self.client.get_experiment(self.experiment_id).tags.get(HOLDER)
+        if holder != self.driver:
+            raise LeaseLost(lost_message(holder))
+
+    def check_in(self, connection: Any) -> None:
+        """:meth:`check` inside a batch's transaction (``connection``, SQLAlchemy)."""
+        import sqlalchemy as sa
+
+        if self.lease is not None:
+            self.lease.check()
+        query = "select value from experiment_tags where experiment_id = :experiment and key = :key"
+        if connection.dialect.name == "postgresql":
+            query += " for share"
+        found = connection.execute(
+            sa.text(query), {"experiment": int(self.experiment_id), "key": HOLDER}
+        ).first()
+        holder = found[0] if found else None
+        if holder != self.driver:
+            raise LeaseLost(lost_message(holder))
+
+
+def lost_message(holder: str | None) -> str:
+    return (
+        "this driver lost the experiment to another driver "
+        f"({holder or 'unknown'}): it was paused or cut off from the store for longer than "
+        f"its lease ({LEASE_EXPIRY_S:.0f} s), and that driver took the experiment over. This "
+        "driver stopped without writing anything more; the other one runs the cells that "
+        "are left. Run this command again once it is done if cells remain"
+    )
+
+
+class AdvisoryLock:
+    """One driver per experiment of a PostgreSQL tracking store (``tracking.uri=postgresql
+    ...``): a session-level ``pg_try_advisory_lock`` on the experiment, held on a connection
+    of its own for the driver's whole life. PostgreSQL drops it when the session ends (the
+    driver dies, ``kill -9`` included), so there is nothing to expire; a paused driver keeps
+    it. A connection lost while the database restarts is reopened and the lock taken again,
+    and the experiment's :data:`HOLDER` tag tells whether another driver held it meanwhile.
+
+    Parameters
+    ----------
+    database : str
+        The store's SQLAlchemy URI.
+    experiment_id : str
+    driver, command : str
+        This driver's id and command (``application_name``, for a refused driver's message).
+    """
+
+    def __init__(self, database: str, experiment_id: str, driver: str, command: str) -> None:
+        self.database, self.experiment_id = database, experiment_id
+        self.driver, self.command = driver, command
+        self.key = advisory_key(experiment_id)
+        self.connection: Any = None
+        self.engine: Any = None
+
+    def acquire(self) -> None:
+        """Take the lock or raise :class:`StoreBusy` naming the session that holds it."""
+        import sqlalchemy as sa
+        from sqlalchemy.pool import NullPool
+
+        name = f"sweeper {self.driver}"[:63]
+        self.engine = sa.create_engine(
+            self.database, poolclass=NullPool, connect_args={"application_name": name}
+        )
+        self.connection = self.engine.connect()
+        took = self.connection.execute(
+            sa.text("select pg_try_advisory_lock(:key)"), {"key": self.key}
+        ).scalar()
+        self.connection.commit()
+        if not took:
+            holder = self._holder()
+            self.release()
+            pid = holder.split(":")[1] if holder.count(":") >= 2 else "PID"
+            raise StoreBusy(busy_message("this experiment of the PostgreSQL store", holder, pid))
+
+    def _holder(self) -> str:
+        import sqlalchemy as sa
+
+        high, low = (self.key >> 32) & 0xFFFFFFFF, self.key & 0xFFFFFFFF
+        row = self.connection.execute(
+            sa.text(
+                "select a.application_name, a.client_addr from pg_locks l join "
+                "pg_stat_activity a on a.pid = l.pid where l.locktype = 'advisory' and "
+                "l.granted and l.classid = :high and l.objid = :low and l.objsubid = 1"
+            ),
+            {"high": high, "low": low},
+        ).first()
+        if row is None:
+            return "another driver (it has just ended)"
+        return f"driver {str(row[0]).removeprefix('sweeper ')} (from {row[1] or 'this host'})"
+
+    def check(self) -> None:
+        """Before a batch: the lock's session is alive; one lost (a database restart) is
+        taken again, unless another driver held the experiment meanwhile."""
+        import sqlalchemy as sa
+
+        try:
+            self.connection.execute(sa.text("select 1")).scalar()
+            self.connection.commit()
+            return
+        except Exception:  # noqa: BLE001 - the session is gone: take the lock again
+            self.release()
+        self.acquire()  # a store that is away raises here: the caller waits for it
+
+    def release(self) -> None:
+        if self.connection is not None:
+            with suppress(Exception):
+                self.connection.close()
+            self.connection = None
+        if self.engine is not None:
+            self.engine.dispose()
+            self.engine = None
+
+
+def advisory_key(experiment_id: str) -> int:
+    """The advisory lock's 64-bit key of an experiment (a hash: no other program's key)."""
+    import hashlib
+
+    digest = hashlib.sha256(f"sweeper/experiment/{experiment_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") & 0x7FFFFFFFFFFFFFFF
 
 
 @contextmanager
@@ -336,17 +525,6 @@ def _remove_stale_builds(path: Path) -> None:
         pid = stale.name.rsplit(BUILDING, 1)[1].split("-", 1)[0]
         if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
             stale.unlink(missing_ok=True)
-
-
-def pid_alive(pid: int) -> bool:
-    """True when a process ``pid`` exists on this host (perhaps another user's)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def prepare_sqlite_store(path: Path, settle_s: float = SETTLE_S) -> str:

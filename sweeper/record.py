@@ -31,6 +31,7 @@ from sweeper.bulk import BulkWriter, RunRecord, database_of
 from sweeper.cells import Cell
 from sweeper.errors import SweepError, boolean
 from sweeper.execute import Outcome
+from sweeper.lock import Fence
 from sweeper.progress import Progress
 from sweeper.tracking import STORE_ERRORS, StoreFailed, Tracker, now_ms
 
@@ -105,11 +106,13 @@ class Batching:
 
 def open_writer(batching: Batching, tracker: Tracker) -> BulkWriter | None:
     """The writer into ``batching.database`` (None without one); a database that cannot be
-    used is a one-paragraph error saying what to do, before anything runs."""
+    used, or that is not the tracking store's own (its experiment of this id has another
+    name), is a one-paragraph error saying what to do, before anything runs."""
     if batching.database is None:
         return None
     try:
-        return BulkWriter(batching.database, tracker.experiment_id, tracker.artifact_location)
+        writer = BulkWriter(batching.database, tracker.experiment_id, tracker.artifact_location)
+        found = writer.experiment_name()
     except Exception as err:  # a wrong URI, a database down, a missing driver, a schema
         reason = " ".join(str(err).split("(Background on this error")[0].split())[:300]
         raise SweepError(
@@ -118,6 +121,17 @@ def open_writer(batching: Batching, tracker: Tracker) -> BulkWriter | None:
             "start the database, install its driver (pip install 'sweeper[postgres]' for "
             "PostgreSQL), or set tracking.direct_writes=false to write through MLflow's API"
         ) from None
+    if found != tracker.experiment_name:
+        writer.close()
+        what = "has no experiment" if found is None else f"names experiment '{found}'"
+        raise SweepError(
+            f"tracking.database={batching.database} is not the database of the tracking store "
+            f"{tracker.uri}: where the store's experiment '{tracker.experiment_name}' has id "
+            f"{tracker.experiment_id}, that database {what} of this id, so the runs would go "
+            "into another store. Set tracking.database to the tracking server's "
+            "--backend-store-uri, or leave it null (runs go through the server's API)"
+        )
+    return writer
 
 
 def _positive(value: Any, key: str, kind: type) -> Any:
@@ -145,6 +159,9 @@ class Recorder:
         Where waiting for the store is said.
     writer : BulkWriter or None
         Writes runs straight into the store's database; None: through MLflow's API.
+    fence : Fence or None
+        This driver's hold on the experiment (a lease, an advisory lock), checked by every
+        batch (in its transaction when it goes into the database); None: a file lock.
     """
 
     def __init__(
@@ -154,11 +171,15 @@ class Recorder:
         batching: Batching,
         progress: Progress,
         writer: BulkWriter | None = None,
+        fence: Fence | None = None,
     ) -> None:
+        self.fence = fence  # the experiment still this driver's: checked by every batch
         self.tracker, self.parent, self.batching, self.progress = (
             tracker, parent, batching, progress,
         )  # fmt: skip
         self.writer = writer  # None: runs through MLflow's API (:func:`open_writer`)
+        if writer is not None:
+            writer.fence = fence
         threads = batching.log_threads
         self.pool = ThreadPoolExecutor(threads, "sweeper-log") if threads > 1 else None
         self.thread = ThreadPoolExecutor(1, "sweeper-record")
@@ -260,6 +281,8 @@ class Recorder:
         return logged
 
     def _write(self, records: list[RunRecord]) -> None:
+        if self.fence is not None:
+            self.fence.before_batch(api=self.writer is None)
         if self.writer is not None:
             # Local artifacts first (a run is never without its files), remote ones once
             # their run exists (MLflow's client finds where to upload from the run).

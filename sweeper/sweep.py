@@ -42,7 +42,7 @@ from sweeper.errors import SweepError
 from sweeper.execute import Outcome, cell_function
 from sweeper.grid import Composer, Grid, expand, task_of
 from sweeper.launch import check_launcher, init_ray, launch
-from sweeper.lock import Lease, store_lock
+from sweeper.lock import AdvisoryLock, Fence, Lease, LeaseLost, sqlite_path, store_lock
 from sweeper.migrate import carry_over
 from sweeper.progress import Progress, format_duration
 from sweeper.record import Batching, Recorder, open_writer, patiently
@@ -93,6 +93,7 @@ class SweepResult:
     settings: dict[str, str] = field(default_factory=dict)  # cell key -> its run name sans seed
 
     store_error: str = ""  # the MLflow store failed mid-sweep: why
+    lost: bool = False  # another driver took the experiment over (store_error says so)
     resume_s: float = 0.0  # reading what the experiment holds and what is left to run
     load_table: Any = None  # columns -> the sweep's table, read back from the store
 
@@ -117,6 +118,8 @@ class SweepResult:
     def exit_code(self) -> int:
         """0 when every cell finished, 1 if any failed, 3 if the store failed, 130 if
         interrupted (the full list: sweeper/__main__.py)."""
+        if self.lost:
+            return EXIT_STORE_BUSY
         if self.store_error:
             return EXIT_STORE_FAILED
         return 130 if self.interrupted else (1 if self.failed else 0)
@@ -159,14 +162,34 @@ def run_sweep(
                 task_of(cfg),
                 cfg.tracking.get("artifacts_destination"),
             )
-        lease = Lease(tracker.client, tracker.experiment_id, tracker.driver, command)
-        if tracker.remote:
-            with store_calls("taking the experiment's lease"):
-                lease.acquire()
+        with store_calls("taking the experiment's lease"):
+            fence, release = hold(tracker, command)
         try:
-            return _sweep(cfg, tracker, cells, cli_overrides, started, out)
+            return _sweep(cfg, tracker, cells, cli_overrides, started, out, fence)
         finally:
-            lease.release()
+            release()
+
+
+def hold(tracker: Tracker, command: str) -> tuple[Fence | None, Any]:
+    """Take the experiment for this driver where the sqlite file lock does not reach: an
+    advisory lock on a PostgreSQL store, a lease on a tracking server (or another database);
+    then claim its fencing token. Returns the fence (None for sqlite) and its release."""
+    if sqlite_path(tracker.uri) is not None:
+        return None, lambda: None
+    lock, lease = None, None
+    if settings.scheme(tracker.uri) == "postgresql":
+        lock = AdvisoryLock(tracker.uri, tracker.experiment_id, tracker.driver, command)
+        lock.acquire()
+    else:
+        lease = Lease(tracker.client, tracker.experiment_id, tracker.driver, command)
+        lease.acquire()
+    fence = Fence(tracker.client, tracker.experiment_id, tracker.driver, lease, lock)
+    try:
+        fence.claim()
+    except BaseException:
+        (lock or lease).release()
+        raise
+    return fence, (lock or lease).release
 
 
 def _sweep(
@@ -176,6 +199,7 @@ def _sweep(
     cli_overrides: Sequence[str],
     started: float,
     out: TextIO,
+    fence: Fence | None = None,
 ) -> SweepResult:
     """Resume index, Ray, parent run, then :func:`_drive`; holding the store's lock."""
     name, task = tracker.experiment_name, tracker.task
@@ -220,7 +244,7 @@ def _sweep(
     result.parent_run_id = parent
     try:
         return _drive(
-            cfg, tracker, cells, todo, known, index, result, started, out, batching, writer
+            cfg, tracker, cells, todo, known, index, result, started, out, batching, writer, fence
         )
     except BaseException as err:  # never leave the sweep RUNNING, whatever stopped it
         tracker.settle_parent(parent, "KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED")
@@ -240,6 +264,7 @@ def _drive(
     out: TextIO,
     batching: Batching,
     writer: BulkWriter | None,
+    fence: Fence | None = None,
 ) -> SweepResult:
     """Reap, dispatch ``todo``, record the outcomes in batches as they arrive, end the
     parent run. The driver keeps counts and keys, not rows: the rows go to the parent's
@@ -276,7 +301,7 @@ def _drive(
         )
 
     progress = Progress(len(todo), out)
-    recorder = Recorder(tracker, parent, batching, progress, writer)
+    recorder = Recorder(tracker, parent, batching, progress, writer, fence)
     running: set[str] = set()
 
     def count(logged: list[tuple[Cell, Outcome, dict[str, Any]]]) -> None:
@@ -312,7 +337,7 @@ def _drive(
     except KeyboardInterrupt:
         result.interrupted = True
     except StoreFailed as err:  # stop cleanly: what was recorded is kept
-        result.store_error = str(err)
+        result.store_error, result.lost = str(err), isinstance(err, LeaseLost)
     finally:
         try:
             if not result.store_error:
@@ -328,7 +353,10 @@ def _drive(
         result.cancelled = len(todo) - result.processed
     result.dispatch_s = time.perf_counter() - dispatch_started
     result.wall_s = time.perf_counter() - started
-    _end_parent(tracker, cells, known, result, rerun, recorder.batching.patience_s, progress)
+    if result.lost:  # the sweep is another driver's now: its parent and table too
+        tracker.settle_own(parent)
+    else:
+        _end_parent(tracker, cells, known, result, rerun, recorder.batching.patience_s, progress)
     progress.close()
     print_summary(result, out)
     return result
@@ -539,7 +567,9 @@ def print_summary(result: SweepResult, out: TextIO = sys.stdout) -> None:
         f"  browse them: {_browse(result.tracking_uri)}",
         file=out,
     )
-    if result.store_error:
+    if result.lost:
+        print(f"\nStopped: {result.store_error}", file=out)
+    elif result.store_error:
         print(
             f"\nThe MLflow store failed: {result.store_error}\nThe cells logged before it are "
             "kept and the cells in flight were cancelled. Fix the store (free disk space, "

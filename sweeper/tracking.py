@@ -42,7 +42,6 @@ import io
 import json
 import logging
 import os
-import socket
 import sqlite3
 import tempfile
 import time
@@ -66,9 +65,10 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from sweeper.bulk import RunRecord
 from sweeper.cells import Cell, flatten
-from sweeper.errors import SweepError
+from sweeper.errors import StoreFailed, SweepError
 from sweeper.execute import Outcome, pack
-from sweeper.lock import StoreBusy, pid_alive, prepare_sqlite_store, sqlite_path
+from sweeper.lock import StoreBusy, prepare_sqlite_store, sqlite_path
+from sweeper.process import driver_alive, driver_id, now_ms
 from sweeper.provenance import code_tags
 from sweeper.table import ArtifactIO, CellTable, local_artifact_dir
 from sweeper.task import GENERIC, Task
@@ -158,10 +158,6 @@ def _check_free(directory: Path, needed: int, path: Path, uri: str) -> None:
         )
 
 
-class StoreFailed(RuntimeError):
-    """The MLflow store failed under the driver (disk full, a server gone): exit status 3."""
-
-
 STORE_ERRORS: tuple[type[BaseException], ...] = (
     MlflowException,
     SQLAlchemyError,
@@ -211,37 +207,6 @@ def _check_server(uri: str) -> None:
                 "(mlflow server --host HOST --port PORT ...), fix tracking.uri, or use a local "
                 "store (tracking.uri=sqlite:///mlflow.db)"
             ) from None
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-def driver_id() -> str:
-    """``host:pid:start`` of this process (start from /proc, so a reused pid is told apart)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{_process_start(os.getpid())}"
-
-
-def _process_start(pid: int) -> str:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return "?"
-
-
-def driver_alive(driver: str | None) -> bool | None:
-    """True/False for a driver on this host; None when it ran elsewhere (cannot tell)."""
-    if not driver:
-        return None
-    host, _, rest = driver.partition(":")
-    pid_text, _, start = rest.partition(":")
-    if host != socket.gethostname() or not pid_text.isdigit():
-        return None
-    pid = int(pid_text)
-    if not pid_alive(pid):
-        return False
-    return start in ("?", "") or _process_start(pid) == start
 
 
 @dataclass

@@ -88,19 +88,12 @@ def test_which_database_the_driver_writes_into():
     assert database_of("http://head:5000", "postgresql://db/mlflow") == "postgresql://db/mlflow"
 
 
-def test_a_database_that_cannot_be_used_is_one_paragraph_before_anything_runs(
-    composer, tracking_uri
-):
-    import io
-
+def test_a_database_that_cannot_be_used_is_one_paragraph(tracking_uri):
+    """(Opened before the parent run: sweeper/sweep.py's _sweep.) Only a tracking server
+    takes a tracking.database of its own, so the writer is opened here directly."""
     from sweeper.errors import SweepError
-    from sweeper.sweep import run_sweep
+    from sweeper.record import Batching, open_writer
 
-    overrides = ["task=toy", "seeds=2", "launcher.name=local", f"tracking.uri={tracking_uri}",
-                 "tracking.database=postgresql+psycopg://nobody@127.0.0.1:1/x",
-                 "experiment.name=nodb"]  # fmt: skip
+    batching = Batching(database="postgresql+psycopg://nobody@127.0.0.1:1/x")
     with pytest.raises(SweepError, match="tracking.database.*Connection refused.*direct_writes"):
-        run_sweep(composer(overrides), composer, overrides, out=io.StringIO())
-    client = MlflowClient(tracking_uri)
-    experiment = client.get_experiment_by_name("nodb")
-    assert not client.search_runs([experiment.experiment_id])  # no parent run left behind
+        open_writer(batching, Tracker(tracking_uri, "nodb"))

@@ -321,7 +321,7 @@ def test_running_leftovers_are_reaped_and_missing_table_rows_rebuilt(
 
 
 def test_the_same_sweep_running_in_another_live_process_is_refused(composer, tracking_uri):
-    from sweeper.tracking import _process_start
+    from sweeper.process import process_start as _process_start
 
     name = "twice"
     overrides = _overrides(tracking_uri, name, "seeds=1", "launcher.name=local")
