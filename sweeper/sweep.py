@@ -291,6 +291,12 @@ def _drive(
         )
     if result.reaped:
         print(f"  {result.reaped} run(s) left RUNNING by a killed driver set to KILLED", file=out)
+    if index.damaged:
+        print(
+            f"  {index.damaged} sweep table(s) lost rows (a part deleted or damaged): their "
+            "runs were searched instead (the runs are the truth, the table their cache)",
+            file=out,
+        )
     if result.rebuilt_rows:
         print(f"  {result.rebuilt_rows} table row(s) rebuilt from their runs", file=out)
     if result.carried_over:
@@ -453,8 +459,10 @@ def _carry_rows(tracker: Tracker, parent: str, cells: Grid, known: dict[str, Ind
         table = tracker.read_cells_table(other)
         rows = [] if table is None else table[table["run_id"].isin(keys)].to_dict("records")
         rows = [{**_present(r), "cell_key": keys[r["run_id"]]} for r in rows]
-        tracker.table(parent).append(rows)
-    tracker.table(parent).append(rebuilt)
+        if rows:
+            tracker.write_cells_table(parent, rows, move_mark=False)
+    if rebuilt:
+        tracker.write_cells_table(parent, rebuilt, move_mark=False)
     return len(rebuilt)
 
 

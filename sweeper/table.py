@@ -27,6 +27,7 @@ from urllib.parse import unquote, urlparse
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sweeper import memory
@@ -168,24 +169,33 @@ class CellTable:
             target = Path(
                 tempfile.mkstemp(dir=local or tmp, prefix=".cells.", suffix=".partial")[1]
             )
-            keep = _last_rows(sources)
-            meta = schema.with_metadata({THROUGH: str(numbers[-1]).encode()})
-            with pq.ParquetWriter(target, meta) as writer:
-                # One file open, one batch read, at a time, in this thread (Arrow's reader
-                # threads would hold buffers of their own: twice the peak).
-                for i, path in enumerate(sources):
-                    offset = 0
-                    with pq.ParquetFile(path) as source:
-                        for batch in source.iter_batches(batch_size=BATCH_ROWS, use_threads=False):
-                            part = _conform(pa.Table.from_batches([batch]), schema)
-                            if keep[i] is not None:
-                                part = part.filter(keep[i][offset : offset + batch.num_rows])
-                            offset += batch.num_rows
-                            if part.num_rows:
-                                writer.write_table(part)
+            try:
+                self._stream(sources, schema, numbers[-1], target)
+            except BaseException:
+                target.unlink(missing_ok=True)  # never a stale .cells.*.partial
+                raise
             self.io.put(self.run_id, CELLS_TABLE, target)
         self.io.delete(self.run_id, [_part(n) for n in numbers])
         self._next = numbers[-1] + 1
+
+    @staticmethod
+    def _stream(sources: list[Path], schema: pa.Schema, through: int, target: Path) -> None:
+        """Write ``sources`` into ``target``, each run id once (its last row)."""
+        keep = _last_rows(sources)
+        meta = schema.with_metadata({THROUGH: str(through).encode()})
+        with pq.ParquetWriter(target, meta) as writer:
+            # One file open, one batch read, at a time, in this thread (Arrow's reader
+            # threads would hold buffers of their own: twice the peak).
+            for i, path in enumerate(sources):
+                offset = 0
+                with pq.ParquetFile(path) as source:
+                    for batch in source.iter_batches(batch_size=BATCH_ROWS, use_threads=False):
+                        part = _conform(pa.Table.from_batches([batch]), schema)
+                        if keep[i] is not None:
+                            part = part.filter(keep[i][offset : offset + batch.num_rows])
+                        offset += batch.num_rows
+                        if part.num_rows:
+                            writer.write_table(part)
 
     # --- reading --------------------------------------------------------------------
     def read(self, columns: Sequence[str] | None = None) -> pd.DataFrame | None:
@@ -251,6 +261,23 @@ class CellTable:
         except Exception:
             return 0
         return int(metadata.get(THROUGH, b"0"))
+
+
+def holds(tables: Sequence[pa.Table], runs: Any) -> bool:
+    """Whether a sweep's table, read as ``tables`` (:meth:`CellTable.arrow`), still holds
+    the ``runs`` runs its driver wrote into it (the parent's tag ``table_runs``; None for a
+    table written before that tag: trusted). A part deleted or truncated after it was
+    written, during a sweep or after, leaves fewer: then the runs are the truth and the
+    table a cache to rebuild from them, never a reason to run their cells again."""
+    try:
+        expected = int(float(runs))
+    except (TypeError, ValueError):
+        return True
+    chunks = [c for t in tables if "run_id" in t.column_names for c in t["run_id"].chunks]
+    if not chunks:
+        return expected <= 0
+    ids = pa.chunked_array(chunks).cast(pa.string())
+    return pc.count_distinct(ids).as_py() >= expected
 
 
 def _part(number: int) -> str:

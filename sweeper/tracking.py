@@ -70,7 +70,7 @@ from sweeper.execute import Outcome, pack
 from sweeper.lock import StoreBusy, prepare_sqlite_store, sqlite_path
 from sweeper.process import driver_alive, driver_id, now_ms
 from sweeper.provenance import code_tags
-from sweeper.table import ArtifactIO, CellTable, local_artifact_dir
+from sweeper.table import ArtifactIO, CellTable, holds, local_artifact_dir
 from sweeper.task import GENERIC, Task
 
 CURVE_POINTS = 500
@@ -90,6 +90,8 @@ ORPHAN_AFTER_MS = 120_000
 """A cell run is RUNNING only while the driver logs it (well under a second): one RUNNING
 for longer than this, or whose driver process is gone, was left by a killed driver."""
 CLOCK_MARGIN_MS = 0
+TABLE_RUNS = "table_runs"
+"""The parent's tag counting the runs ever written into its table (see :func:`holds`)."""
 
 
 def downsample(curve: np.ndarray, points: int = CURVE_POINTS) -> tuple[np.ndarray, np.ndarray]:
@@ -229,6 +231,7 @@ class ResumeIndex:
     running: list[Any] = field(default_factory=list)
     searched_runs: int = 0
     tables: int = 0
+    damaged: int = 0  # tables that lost rows (a part deleted or damaged): their runs searched
 
     def add(self, key: str, entry: IndexEntry) -> None:
         old = self.finished.get(key)
@@ -309,6 +312,7 @@ class Tracker:
         self.task = task
         self.metric_points = METRIC_POINTS
         self._tables: dict[str, CellTable] = {}
+        self._table_runs: dict[str, int] = {}  # parent -> its tag TABLE_RUNS, as written
         self.driver = driver_id()
         found = self.client.get_experiment_by_name(experiment)
         if found is None:
@@ -357,10 +361,12 @@ class Tracker:
                 tables = self.table(run_id).arrow(INDEX_COLUMNS)
             except Exception:  # unreadable: the runs rebuild it
                 tables = []
+            whole = holds(tables, parent.data.tags.get(TABLE_RUNS))
             for table in tables:
                 self._index_table(table, run_id, index)
             index.tables += bool(tables)
-            mark = search_mark(parent, bool(tables))
+            index.damaged += bool(tables) and not whole
+            mark = search_mark(parent, bool(tables) and whole)
             if mark is not None:
                 marks[run_id] = mark
         self._index_from_runs(runs_after_marks(self.client, self.experiment_id, marks), index)
@@ -556,15 +562,34 @@ class Tracker:
         return self._tables[run_id]
 
     def write_cells_table(
-        self, run_id: str, rows: pd.DataFrame | list[dict[str, Any]], until: int | None = None
+        self,
+        run_id: str,
+        rows: pd.DataFrame | list[dict[str, Any]],
+        until: int | None = None,
+        move_mark: bool = True,
     ) -> None:
         """Append ``rows`` to the parent's table as a part; then move its ``table_until``
-        mark: every cell run of this parent that ended before ``until`` (ms, default now)
-        is in the table."""
+        mark (``move_mark``): every cell run of this parent that ended before ``until`` (ms,
+        default now) is in the table. The tag ``table_runs`` counts the runs ever written
+        into the table: a table that holds fewer (a part lost or damaged) is not trusted
+        (:func:`sweeper.table.holds`) and its runs are searched instead."""
         until = now_ms() if until is None else int(until)
         records = rows.to_dict("records") if isinstance(rows, pd.DataFrame) else list(rows)
+        if not records and not move_mark:
+            return
         self.table(run_id).append(records)
-        self.client.set_tag(run_id, "table_until", str(until))
+        count = self._table_runs_of(run_id) + len({r.get("run_id") for r in records})
+        tags = {TABLE_RUNS: str(count)}
+        if move_mark:
+            tags["table_until"] = str(until)
+        self.set_tags(run_id, tags)
+        self._table_runs[run_id] = count
+
+    def _table_runs_of(self, run_id: str) -> int:
+        if run_id not in self._table_runs:
+            tag = self.client.get_run(run_id).data.tags.get(TABLE_RUNS)
+            self._table_runs[run_id] = int(number_or_none(tag) or 0)
+        return self._table_runs[run_id]
 
     def read_cells_table(
         self, run_id: str, columns: list[str] | None = None

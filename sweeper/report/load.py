@@ -25,14 +25,21 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import yaml
 from mlflow import MlflowClient
 
 from sweeper.configs import ConfigSearch
 from sweeper.errors import SweepError
-from sweeper.table import CELLS_TABLE, CellTable, run_artifacts
+from sweeper.table import CELLS_TABLE, CellTable, holds, run_artifacts
 from sweeper.task import Task, task_of_config
-from sweeper.tracking import MAX_INDEX_PARENTS, check_store, number_or_none, search_all
+from sweeper.tracking import (
+    MAX_INDEX_PARENTS,
+    TABLE_RUNS,
+    check_store,
+    number_or_none,
+    search_all,
+)
 
 CLOCK_MARGIN_MS = 5_000
 
@@ -132,9 +139,12 @@ def load_experiment(name: str, uri: str, configs: ConfigSearch | None = None) ->
             until = 0
             if table is None:
                 notes.append(f"sweep run {run_id} has no {CELLS_TABLE}; its cells come from runs")
+            elif not _whole(table, parent):
+                notes.append(f"sweep run {run_id}'s table lost rows; its cells come from runs")
             else:
                 flushed = number_or_none(parent.data.tags.get("table_until")) or 0
                 until = int(flushed) - CLOCK_MARGIN_MS
+            if table is not None:
                 for row in table.to_dict("records"):
                     if row.get("run_id") and row.get("cell_key"):
                         add(str(row["run_id"]), str(row.get("status")), row.get("start_time"), row)
@@ -198,6 +208,12 @@ def load_experiment(name: str, uri: str, configs: ConfigSearch | None = None) ->
         unfinished=unfinished,
         notes=notes,
     )
+
+
+def _whole(table: pd.DataFrame, parent: Any) -> bool:
+    """Whether the sweep's table still holds every run written into it (a lost part: no)."""
+    ids = pa.table({"run_id": table["run_id"].astype(str)}) if "run_id" in table else pa.table({})
+    return holds([ids], parent.data.tags.get(TABLE_RUNS))
 
 
 def _is_missing(value: Any) -> bool:
