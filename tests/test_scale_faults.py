@@ -6,6 +6,7 @@ and the server start in about half a minute here, the sweep takes about another.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -93,3 +94,99 @@ def test_a_store_restarted_mid_sweep_is_waited_for_and_each_cell_is_recorded_onc
         output, runs = _sweep_with_a_restart(Path(tmp), restart)
     assert "the MLflow store does not answer" in output and "retrying in" in output
     _assert_each_cell_once(runs)
+
+
+# --- issue #27, item 1: one driver per experiment on every store, with fencing ----------
+
+
+def _spawn(tmp: Path, tag: str, *args: str, host: str | None = None) -> subprocess.Popen:
+    """``python -m sweeper`` on the toy family (output in ``tmp/tag.out``); ``host``: under
+    another host name (a UTS namespace, as root), so it counts as a driver on another host."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MLFLOW_TRACKING_URI", "RAY_ADDRESS")}
+    command = [sys.executable, "-m", "sweeper", "task=toy", "horizon=20", "launcher.name=local",
+               f"hydra.run.dir={tmp}/hydra-{tag}", *args]  # fmt: skip
+    if host is not None:
+        command = ["unshare", "-u", "sh", "-c", f'hostname {host} && exec "$@"', "sh", *command]
+    log = open(tmp / f"{tag}.out", "w")  # noqa: SIM115 - closed with the process
+    return subprocess.Popen(command, cwd=tmp, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def _finished_per_cell(uri: str, name: str) -> tuple[Counter, list]:
+    client = MlflowClient(uri)
+    experiment = client.get_experiment_by_name(name)
+    runs = client.search_runs([experiment.experiment_id], max_results=10_000)
+    finished = Counter(
+        r.data.tags["cell_key"]
+        for r in runs
+        if "cell_key" in r.data.tags and r.info.status == "FINISHED"
+    )
+    running = [r for r in runs if r.info.status == "RUNNING" and r.data.tags.get("role") != "lease"]
+    return finished, running
+
+
+def test_two_drivers_on_a_postgresql_tracking_uri_never_compute_a_cell_twice():
+    """Before: neither took a lock; both exited 0 with hundreds of cells run twice."""
+    with tempfile.TemporaryDirectory(prefix="sweeper-pg-") as tmp:
+        tmp = Path(tmp)
+        tmp.chmod(0o755)
+        database = pg_start(tmp / "pg", free_port())
+        try:
+            MlflowClient(database).create_experiment("twin", artifact_location=str(tmp / "art"))
+            args = [f"tracking.uri={database}", "experiment.name=twin", "+toy.sleep_s=0.01"]
+            procs = [_spawn(tmp, "a", *args, "seeds=300"), _spawn(tmp, "b", *args, "seeds=200")]
+            codes = [p.wait(timeout=600) for p in procs]
+            outputs = [(tmp / f"{t}.out").read_text() for t in "ab"]
+            assert sorted(codes) in ([0, 4], [0, 0]), outputs
+            if 4 in codes:
+                assert "another sweeper driver is writing" in outputs[codes.index(4)]
+            resume = _spawn(tmp, "c", *args, "seeds=300")
+            assert resume.wait(timeout=600) == 0, (tmp / "c.out").read_text()[-2000:]
+            finished, running = _finished_per_cell(database, "twin")
+        finally:
+            pg_stop(tmp / "pg")
+    assert len(finished) == 300 and set(finished.values()) == {1}
+    assert not running
+
+
+def test_a_paused_driver_that_lost_its_lease_stops_without_writing():
+    """A driver on another host, paused past its lease's expiry (SIGSTOP), loses the
+    experiment to a second driver; woken, it writes nothing more and stops (exit 4). Before:
+    it went on writing, and thousands of cells ended with two FINISHED runs."""
+    from sweeper.lock import LEASE_EXPIRY_S
+
+    with tempfile.TemporaryDirectory(prefix="sweeper-pg-") as tmp:
+        tmp = Path(tmp)
+        tmp.chmod(0o755)
+        database = pg_start(tmp / "pg", free_port())
+        server, uri = start_mlflow_server(database, tmp / "artifacts", workers=2)
+        try:
+            args = [f"tracking.uri={uri}", f"tracking.database={database}",
+                    f"tracking.artifacts_destination={tmp / 'artifacts'}",
+                    "experiment.name=paused", "seeds=400", "+toy.sleep_s=0.02",
+                    "tracking.batch_size=10"]  # fmt: skip
+            first = _spawn(tmp, "first", *args, host="elsewhere")
+            deadline = time.monotonic() + 300
+            while finished_runs(database) < 40:
+                assert first.poll() is None and time.monotonic() < deadline
+                time.sleep(0.2)
+            first.send_signal(signal.SIGSTOP)
+            time.sleep(LEASE_EXPIRY_S + 5)
+            second = _spawn(tmp, "second", *args)
+            time.sleep(15)  # it has taken the experiment over (or waits on the paused batch)
+            first.send_signal(signal.SIGCONT)
+            code_first = first.wait(timeout=600)
+            code_second = second.wait(timeout=600)
+            out_first = (tmp / "first.out").read_text()
+            assert code_second == 0, (tmp / "second.out").read_text()[-3000:]
+            assert code_first == 4, out_first[-3000:]
+            assert "lost the experiment to another driver" in out_first
+            assert not list((tmp / "artifacts").rglob(".cells.*.partial"))
+            finished, running = _finished_per_cell(uri, "paused")
+        finally:
+            if first.poll() is None:
+                first.send_signal(signal.SIGCONT)
+                first.kill()
+            stop(server)
+            pg_stop(tmp / "pg")
+    assert len(finished) == 400 and set(finished.values()) == {1}
+    assert not running
