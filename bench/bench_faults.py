@@ -21,7 +21,8 @@ Ray instance, then injects a fault, then runs the same command again to the end.
 After each trial, checked (:func:`violations`): the resume exits 0; every cell has exactly
 one FINISHED run not tagged ``superseded_by`` (a ``rerun=true`` leaves tagged older ones),
 and no FINISHED run besides those unless tagged; nothing is RUNNING (cell or sweep runs);
-the sweep's ``cells.parquet`` rows are exactly those runs (cell key and run id).
+the sweep's ``cells.parquet`` rows are exactly those runs (cell key and run id); the
+report and the resume index pick the same run of every cell (sweeper/result.py).
 """
 
 from __future__ import annotations
@@ -164,7 +165,20 @@ def violations(uri: str, cells: int = CELLS) -> list[str]:
     table = None if newest is None else tracker.table(newest.info.run_id).current()
     if table is None or set(zip(table["cell_key"], table["run_id"], strict=True)) != results:
         bad.append("the newest sweep table's rows differ from the cells' current runs")
+    bad += _disagreements(tracker, uri)
     return bad
+
+
+def _disagreements(tracker, uri: str) -> list[str]:
+    """The resume index and the report must pick the same run of every cell (issue #26)."""
+    from sweeper.report.load import load_experiment
+
+    index = {k: e.run_id for k, e in tracker.resume_index().finished.items()}
+    cells = load_experiment(NAME, uri).cells
+    finished = cells[cells["status"] == "FINISHED"]
+    report = dict(zip(finished["cell_key"], finished["run_id"], strict=True))
+    differ = {k for k in index.keys() | report.keys() if index.get(k) != report.get(k)}
+    return [f"the report and the resume index differ on {len(differ)} cell(s)"] if differ else []
 
 
 def _resume(

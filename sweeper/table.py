@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sweeper import memory
+from sweeper.result import results
 
 CELLS_TABLE = "cells.parquet"
 PARTS = "cells"
@@ -226,15 +227,13 @@ class CellTable:
             ]
 
     def current(self, columns: Sequence[str] | None = None) -> pd.DataFrame | None:
-        """One row per cell: its newest FINISHED row, else its newest row."""
+        """One row per cell: its result's row (:func:`sweeper.result.results`)."""
+        if columns is not None:
+            columns = list(dict.fromkeys([*columns, "cell_key", "status", "start_time"]))
         table = self.read(columns)
         if table is None or not len(table):
             return table
-        finished = (table["status"] == "FINISHED").astype(int)
-        order = table.assign(_finished=finished, _order=range(len(table)))
-        order = order.sort_values(["_finished", "_order"]).drop_duplicates("cell_key", keep="last")
-        order = order.sort_values("_order").drop(columns=["_finished", "_order"])
-        return order.reset_index(drop=True)
+        return results(table)
 
     # --- internals ------------------------------------------------------------------
     def _part_numbers(self) -> list[int]:

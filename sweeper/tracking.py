@@ -70,6 +70,7 @@ from sweeper.execute import Outcome, pack
 from sweeper.lock import StoreBusy, prepare_sqlite_store, sqlite_path
 from sweeper.process import driver_alive, driver_id, now_ms
 from sweeper.provenance import code_tags
+from sweeper.result import CLOCK_MARGIN_MS, rank, result_of
 from sweeper.table import ArtifactIO, CellTable, holds, local_artifact_dir
 from sweeper.task import GENERIC, Task
 
@@ -89,7 +90,6 @@ MAX_INDEX_PARENTS = 16
 ORPHAN_AFTER_MS = 120_000
 """A cell run is RUNNING only while the driver logs it (well under a second): one RUNNING
 for longer than this, or whose driver process is gone, was left by a killed driver."""
-CLOCK_MARGIN_MS = 0
 TABLE_RUNS = "table_runs"
 """The parent's tag counting the runs ever written into its table (see :func:`holds`)."""
 
@@ -232,11 +232,23 @@ class ResumeIndex:
     searched_runs: int = 0
     tables: int = 0
     damaged: int = 0  # tables that lost rows (a part deleted or damaged): their runs searched
+    ranks: dict[str, tuple[int, int, int]] = field(default_factory=dict, repr=False)
+    seen: int = 0
 
     def add(self, key: str, entry: IndexEntry) -> None:
+        """A FINISHED run of cell ``key``: the cell's entry when it is the cell's result
+        (:func:`sweeper.result.rank`); the same run seen again (a table's row, then the run
+        itself) keeps what both know."""
         old = self.finished.get(key)
-        if old is None or entry.start_time > old.start_time:
-            self.finished[key] = entry
+        self.seen += 1
+        if old is not None and old.run_id == entry.run_id:
+            old.row = old.row if old.row is not None else entry.row
+            old.run = old.run if old.run is not None else entry.run
+            old.parent = old.parent or entry.parent
+            return
+        ranked = rank("FINISHED", entry.start_time, self.seen)
+        if old is None or ranked > self.ranks[key]:
+            self.finished[key], self.ranks[key] = entry, ranked
 
 
 def search_all(client: MlflowClient, experiment_id: str, filter_string: str = "") -> list[Any]:
@@ -465,12 +477,14 @@ class Tracker:
         marked = [p for p in parents if p.data.tags.get("sweeper.rerun_open")]
         if not marked:
             return 0
-        newest: dict[str, Any] = {}
         finished = self.runs("tags.cell_key != '' and attributes.status = 'FINISHED'")
+        by_key: dict[str, list[Any]] = {}
         for run in finished:
-            key = run.data.tags["cell_key"]
-            if key not in newest or run.info.start_time > newest[key].info.start_time:
-                newest[key] = run
+            by_key.setdefault(run.data.tags["cell_key"], []).append(run)
+        newest = {
+            key: result_of(runs, lambda r: (r.info.status, r.info.start_time))
+            for key, runs in by_key.items()
+        }
         for key, run in newest.items():
             index.add(key, IndexEntry(run.info.run_id, int(run.info.start_time), run=run))
         fixed = 0

@@ -31,6 +31,7 @@ from mlflow import MlflowClient
 
 from sweeper.configs import ConfigSearch
 from sweeper.errors import SweepError
+from sweeper.result import CLOCK_MARGIN_MS, result_of
 from sweeper.table import CELLS_TABLE, CellTable, holds, run_artifacts
 from sweeper.task import Task, task_of_config
 from sweeper.tracking import (
@@ -40,8 +41,6 @@ from sweeper.tracking import (
     number_or_none,
     search_all,
 )
-
-CLOCK_MARGIN_MS = 5_000
 
 MARKS = "marks"
 """The cells' column of marked steps: the values of params or config keys that contain the
@@ -221,7 +220,8 @@ def _is_missing(value: Any) -> bool:
 
 
 def _choose(candidates) -> tuple[list[_Candidate], list[dict[str, Any]], int]:
-    """Per cell key: the newest FINISHED run, else the newest FAILED one.
+    """Per cell key: its result (:func:`sweeper.result.result_of`: the newest FINISHED run,
+    else the newest FAILED one).
 
     Cells with neither (runs left RUNNING or KILLED by a killed driver) come back apart.
     """
@@ -233,23 +233,21 @@ def _choose(candidates) -> tuple[list[_Candidate], list[dict[str, Any]], int]:
             by_key.setdefault(str(key), []).append(candidate)
     chosen, unfinished, superseded = [], [], 0
     for key, runs in by_key.items():
-        runs.sort(key=lambda c: (c.start_time, c.order), reverse=True)
-        for status in ("FINISHED", "FAILED"):
-            matching = [c for c in runs if c.status == status]
-            if matching:
-                chosen.append(matching[0])
-                superseded += len(runs) - 1
-                break
-        else:
-            newest = runs[0]
-            unfinished.append(
-                {
-                    "cell_key": key,
-                    "run_id": newest.run_id,
-                    "status": newest.status,
-                    "label": newest.run.info.run_name if newest.run is not None else key[:12],
-                }
-            )
+        runs.sort(key=lambda c: c.order)
+        best = result_of(runs, lambda c: (c.status, c.start_time))
+        if best is not None:
+            chosen.append(best)
+            superseded += len(runs) - 1
+            continue
+        newest = max(runs, key=lambda c: (c.start_time, c.order))
+        unfinished.append(
+            {
+                "cell_key": key,
+                "run_id": newest.run_id,
+                "status": newest.status,
+                "label": newest.run.info.run_name if newest.run is not None else key[:12],
+            }
+        )
     return chosen, unfinished, superseded
 
 
