@@ -65,8 +65,9 @@ class RunRecord:
     written : bool
         Set once the run is in the store.
     created : str or None
-        Through MLflow's API: the run id an attempt created (a failed attempt's run is
-        settled before the next one).
+        Through MLflow's API: the run id an attempt created.
+    attempted : bool
+        Through MLflow's API: an attempt was made (the next one first removes its run).
     """
 
     run_id: str
@@ -81,6 +82,7 @@ class RunRecord:
     supersedes: list[str] = field(default_factory=list)
     written: bool = False
     created: str | None = None
+    attempted: bool = False
 
 
 def database_of(uri: str, database: str | None) -> str | None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -42,6 +42,8 @@ Received = tuple[Cell, Outcome, list[str], int]
 """A cell to record: the cell, its outcome, the runs it supersedes, when it was received
 (ms)."""
 BACKOFF_S = (1.0, 30.0)
+ATTEMPT_TAG = "sweeper.record_id"
+"""The tag naming a run's record through MLflow's API (the id the driver chose for it)."""
 TRANSIENT = (
     "connection refused",
     "could not connect",
@@ -304,13 +306,20 @@ class Recorder:
             for record in todo:
                 self._log(record)
         else:
-            for future in [self.pool.submit(self._log, r) for r in todo]:
+            futures = [self.pool.submit(self._log, r) for r in todo]
+            wait(futures)  # every write of this attempt has ended before a retry starts
+            for future in futures:
                 future.result()
 
     def _log(self, record: RunRecord) -> None:
-        """One run through MLflow's API; a run a failed attempt left behind is KILLED."""
-        if record.created:
-            self.tracker.settle_run(record.created)
+        """One run through MLflow's API. Each run carries its record's id (tag
+        :data:`ATTEMPT_TAG`), so a retry first removes whatever an earlier attempt left of
+        it, a run whose creation's answer was lost included: a retried batch leaves no
+        runs behind."""
+        record.tags.setdefault(ATTEMPT_TAG, record.run_id)
+        if record.attempted:
+            self.tracker.discard_attempts(record.tags[ATTEMPT_TAG])
+        record.attempted = True
         self.tracker.log_record(record)
         record.written = True
 

@@ -740,13 +740,15 @@ class Tracker:
         for old in record.supersedes:
             self.client.set_tag(old, "superseded_by", record.run_id)
 
-    def settle_run(self, run_id: str) -> None:
-        """Set KILLED a run an interrupted write left RUNNING; best effort."""
-        try:
-            self.client.set_tag(run_id, "sweeper.reaped", "its logging was cut off")
-            self.client.set_terminated(run_id, "KILLED")
-        except Exception:  # noqa: BLE001 - the next start reaps it
-            pass
+    def discard_attempts(self, record_id: str) -> int:
+        """Remove the runs an earlier attempt made of the record ``record_id`` (tag
+        ``sweeper.record_id``): set KILLED, then deleted. Returns how many."""
+        found = self.runs(f"tags.`sweeper.record_id` = '{record_id}'")
+        for run in found:
+            if run.info.status == "RUNNING":
+                self.client.set_terminated(run.info.run_id, "KILLED")
+            self.client.delete_run(run.info.run_id)
+        return len(found)
 
     def write_run_artifact(self, run_id: str, artifact_uri: str, name: str, data: bytes) -> None:
         """Artifact ``name`` of a run whose artifact directory is ``artifact_uri``."""
