@@ -205,6 +205,11 @@ class Lease:
         )
         self.run_id = run.info.run_id
         others = [r for r in self._leases() if r.info.run_id != self.run_id]
+        for mine in [r for r in others if r.data.tags.get("sweeper.driver") == self.driver]:
+            with suppress(Exception):  # an earlier attempt of this driver (a lost answer)
+                self.client.set_terminated(mine.info.run_id, "KILLED")
+                self.client.delete_run(mine.info.run_id)
+        others = [r for r in others if r.data.tags.get("sweeper.driver") != self.driver]
         live = [r for r in others if self.live(r)]
         for dead in (r for r in others if not self.live(r)):
             with suppress(Exception):  # another driver may be clearing it too

@@ -99,7 +99,7 @@ class Batching:
             "batch_size": _positive(tracking.get("batch_size", 200), "tracking.batch_size", int),
             "batch_s": _positive(tracking.get("batch_s", 1.0), "tracking.batch_s", float),
             "log_threads": _positive(threads, "tracking.log_threads", int),
-            "patience_s": _positive(tracking.get("patience_s", 300), "tracking.patience_s", float),
+            "patience_s": patience_of(cfg),
         }
         direct = boolean(tracking.get("direct_writes", True), "tracking.direct_writes", True)
         database = database_of(tracker.uri, tracking.get("database")) if direct else None
@@ -134,6 +134,11 @@ def open_writer(batching: Batching, tracker: Tracker) -> BulkWriter | None:
             "--backend-store-uri, or leave it null (runs go through the server's API)"
         )
     return writer
+
+
+def patience_of(cfg: DictConfig) -> float:
+    """``tracking.patience_s``: how long a store that is away is waited for."""
+    return _positive(cfg.tracking.get("patience_s", 300), "tracking.patience_s", float)
 
 
 def _positive(value: Any, key: str, kind: type) -> Any:

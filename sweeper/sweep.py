@@ -26,10 +26,10 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, TextIO
+from typing import Any, NamedTuple, TextIO, TypeVar
 
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
@@ -45,7 +45,7 @@ from sweeper.launch import check_launcher, init_ray, launch
 from sweeper.lock import AdvisoryLock, Fence, Lease, LeaseLost, sqlite_path, store_lock
 from sweeper.migrate import carry_over
 from sweeper.progress import Progress, format_duration
-from sweeper.record import Batching, Recorder, open_writer, patiently
+from sweeper.record import Batching, Recorder, open_writer, patience_of, patiently
 from sweeper.task import GENERIC, Task
 from sweeper.tracking import (
     IndexEntry,
@@ -54,9 +54,9 @@ from sweeper.tracking import (
     Tracker,
     check_store,
     resolve_uri,
-    store_calls,
 )
 
+T = TypeVar("T")
 MAX_LISTED_FAILURES = 20
 MAX_SUMMARY_ROWS = 60
 EXIT_STORE_FAILED = 3
@@ -154,20 +154,33 @@ def run_sweep(
         return SweepResult(str(cfg.experiment.name), "", len(cells), 0)
     check_store(uri)
     command = _command(cli_overrides)
+    patient = Patience(patience_of(cfg), out)
     with store_lock(uri, command):
-        with store_calls(f"opening the MLflow store {uri}"):
-            tracker = Tracker(
-                uri,
-                settings.experiment_name(cfg.experiment.get("name")),
-                task_of(cfg),
-                cfg.tracking.get("artifacts_destination"),
-            )
-        with store_calls("taking the experiment's lease"):
-            fence, release = hold(tracker, command)
+        name = settings.experiment_name(cfg.experiment.get("name"))
+        tracker = patient(
+            f"opening the MLflow store {uri}",
+            lambda: Tracker(uri, name, task_of(cfg), cfg.tracking.get("artifacts_destination")),
+        )
+        fence, release = patient("taking the experiment's lease", lambda: hold(tracker, command))
         try:
-            return _sweep(cfg, tracker, cells, cli_overrides, started, out, fence)
+            return _sweep(cfg, tracker, cells, cli_overrides, started, out, fence, patient)
         finally:
             release()
+
+
+class Patience:
+    """Every call of the driver's start into the store waits for a store that is away (a
+    server or database restarting: a transient error), for up to ``tracking.patience_s``,
+    saying so (:func:`sweeper.record.patiently`); then :class:`StoreFailed`, exit 3."""
+
+    def __init__(self, patience_s: float, out: TextIO) -> None:
+        self.patience_s, self.out = patience_s, out
+
+    def message(self, text: str) -> None:
+        print(text, file=self.out, flush=True)
+
+    def __call__(self, what: str, action: Callable[[], T]) -> T:
+        return patiently(what, action, self.patience_s, self)
 
 
 def hold(tracker: Tracker, command: str) -> tuple[Fence | None, Any]:
@@ -200,15 +213,20 @@ def _sweep(
     started: float,
     out: TextIO,
     fence: Fence | None = None,
+    patient: Patience | None = None,
 ) -> SweepResult:
     """Resume index, Ray, parent run, then :func:`_drive`; holding the store's lock."""
     name, task = tracker.experiment_name, tracker.task
+    patient = patient or Patience(patience_of(cfg), out)
     checked = time.perf_counter()
-    with store_calls("reading what the experiment holds"):
+
+    def read() -> tuple[ResumeIndex, int, int]:
         parents = tracker.sweep_parents()
         index = tracker.resume_index(parents)
         retagged = tracker.settle_supersession(parents, index)
-        carried = carry_over(tracker, cells, index)
+        return index, retagged, carry_over(tracker, cells, index)
+
+    index, retagged, carried = patient("reading what the experiment holds", read)
     rerun = settings.rerun(cfg)
     known = {k: index.finished[k] for k in cells.keys if k in index.finished}
     todo = cells if rerun else cells.where(lambda key: key not in known)
@@ -238,14 +256,17 @@ def _sweep(
             result.interrupted, result.cancelled = True, len(todo)
             print_summary(result, out)
             return result
-    with store_calls("creating the sweep's parent run"):
-        description = str(cfg.experiment.get("description") or "")
-        parent = tracker.parent_run(sweep_key(cells.keys), OmegaConf.to_yaml(cfg), description)
+    description = str(cfg.experiment.get("description") or "")
+    parent = patient(
+        "creating the sweep's parent run",
+        lambda: tracker.parent_run(sweep_key(cells.keys), OmegaConf.to_yaml(cfg), description),
+    )
     result.parent_run_id = parent
     try:
         return _drive(
-            cfg, tracker, cells, todo, known, index, result, started, out, batching, writer, fence
-        )
+            cfg, tracker, cells, todo, known, index, result, started, out, batching, writer, fence,
+            patient,
+        )  # fmt: skip
     except BaseException as err:  # never leave the sweep RUNNING, whatever stopped it
         tracker.settle_parent(parent, "KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED")
         tracker.settle_own(parent)
@@ -265,17 +286,22 @@ def _drive(
     batching: Batching,
     writer: BulkWriter | None,
     fence: Fence | None = None,
+    patient: Patience | None = None,
 ) -> SweepResult:
     """Reap, dispatch ``todo``, record the outcomes in batches as they arrive, end the
     parent run. The driver keeps counts and keys, not rows: the rows go to the parent's
     table part by part (sweeper/table.py)."""
     parent, name, rerun = result.parent_run_id, result.experiment, settings.rerun(cfg)
-    with store_calls("settling the runs a killed driver left RUNNING"):
+    patient = patient or Patience(patience_of(cfg), out)
+
+    def settle() -> None:
         result.reaped = len(tracker.reap(tracker.leftovers(parent), parent))
         tracker.table(parent).consolidate()  # the parts a killed driver left
         result.rebuilt_rows = _carry_rows(tracker, parent, cells, known)
         if rerun and known:  # cleared when the rerun ends; a start that finds it re-tags
             tracker.set_tags(parent, {"sweeper.rerun_open": "1"})
+
+    patient("settling the runs a killed driver left RUNNING", settle)
     result.load_table = lambda columns=None: _sweep_table(tracker, parent, cells, columns)
     print(
         f"sweep '{name}': {len(cells)} cells, {result.skipped} already finished, "

@@ -53,3 +53,34 @@ def test_a_lost_answer_and_a_reset_mid_batch_leave_exactly_one_run_per_cell(trac
     )
     assert not [r for r in every if r.info.status == "RUNNING"]
     assert {row["run_id"] for _, _, row in logged} == {r.info.run_id for r in runs}
+
+
+def test_a_reset_at_every_step_of_the_start_is_waited_for(composer, tracking_uri, monkeypatch):
+    """Before: one reset while the store was opened, or the parent run created, was exit 3."""
+    import io
+
+    from mlflow import MlflowClient
+
+    from sweeper.sweep import run_sweep
+
+    def once(cls, name):
+        original, failed = getattr(cls, name), []
+
+        def flaky(*args, **kwargs):
+            if not failed:
+                failed.append(1)
+                raise ConnectionResetError("connection reset by peer")
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(cls, name, flaky)
+
+    once(MlflowClient, "get_experiment_by_name")  # opening the store
+    once(Tracker, "sweep_parents")  # the resume check
+    once(Tracker, "parent_run")  # the sweep's parent run
+    once(Tracker, "leftovers")  # settling what a killed driver left
+    overrides = ["task=toy", "launcher.name=local", "seeds=2", "horizon=5",
+                 f"tracking.uri={tracking_uri}", "experiment.name=resets"]  # fmt: skip
+    out = io.StringIO()
+    result = run_sweep(composer(overrides), composer, overrides, out=out)
+    assert result.exit_code == 0 and result.finished == 2, out.getvalue()
+    assert out.getvalue().count("the MLflow store does not answer") == 4
