@@ -33,6 +33,7 @@ from sweeper.errors import SweepError, boolean
 from sweeper.execute import Outcome
 from sweeper.lock import Fence
 from sweeper.progress import Progress
+from sweeper.settings import redact
 from sweeper.tracking import STORE_ERRORS, StoreFailed, Tracker, now_ms
 
 T = TypeVar("T")
@@ -118,20 +119,22 @@ def open_writer(batching: Batching, tracker: Tracker) -> BulkWriter | None:
     except Exception as err:  # a wrong URI, a database down, a missing driver, a schema
         reason = " ".join(str(err).split("(Background on this error")[0].split())[:300]
         raise SweepError(
-            f"cannot write runs into the database {batching.database} (tracking.database, or "
-            f"a sqlite/postgresql tracking.uri): {type(err).__name__}: {reason}. Fix the URI, "
-            "start the database, install its driver (pip install 'sweeper[postgres]' for "
-            "PostgreSQL), or set tracking.direct_writes=false to write through MLflow's API"
+            f"cannot write runs into the database {redact(batching.database)} "
+            f"(tracking.database, or a sqlite/postgresql tracking.uri): {type(err).__name__}: "
+            f"{redact(reason)}. Fix the URI, start the database, install its driver "
+            "(pip install 'sweeper[postgres]' for PostgreSQL), or set "
+            "tracking.direct_writes=false to write through MLflow's API"
         ) from None
     if found != tracker.experiment_name:
         writer.close()
         what = "has no experiment" if found is None else f"names experiment '{found}'"
         raise SweepError(
-            f"tracking.database={batching.database} is not the database of the tracking store "
-            f"{tracker.uri}: where the store's experiment '{tracker.experiment_name}' has id "
-            f"{tracker.experiment_id}, that database {what} of this id, so the runs would go "
-            "into another store. Set tracking.database to the tracking server's "
-            "--backend-store-uri, or leave it null (runs go through the server's API)"
+            f"tracking.database={redact(batching.database)} is not the database of the tracking "
+            f"store {redact(tracker.uri)}: where the store's experiment "
+            f"'{tracker.experiment_name}' has id {tracker.experiment_id}, that database {what} "
+            "of this id, so the runs would go into another store. Set tracking.database to "
+            "the tracking server's --backend-store-uri, or leave it null (runs go through "
+            "the server's API)"
         )
     return writer
 

@@ -8,6 +8,7 @@ bad setting leaves nothing behind (nothing RUNNING, no lock file, no directory).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,35 @@ DATABASES = ("sqlite", "postgresql", "mysql", "mssql")
 SERVERS = ("http", "https")
 
 
+CREDENTIALS = re.compile(r"(?P<head>\b[A-Za-z][\w+.-]*://[^\s:/@'\"]+):(?P<secret>[^\s@'\"]+)@")
+"""``scheme://user:password@`` in any text (a URI of a database or a server)."""
+
+
+def redact(text: str) -> str:
+    """``text`` with every URI's password replaced by ``***`` (what is recorded or printed:
+    a parent run's config.yaml, the lease's command, the resume command, Hydra's files)."""
+    return CREDENTIALS.sub(r"\g<head>:***@", text)
+
+
+def redact_hydra_files() -> None:
+    """Redact the copies of the config Hydra wrote into its output directory (``.hydra/``)."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        if not HydraConfig.initialized():
+            return
+        hydra = HydraConfig.get()
+        folder = Path(hydra.runtime.output_dir) / str(hydra.output_subdir or "")
+    except Exception:  # noqa: BLE001 - no Hydra run (tests, the API)
+        return
+    if not hydra.output_subdir or not folder.is_dir():
+        return
+    for path in folder.glob("*.yaml"):
+        text = path.read_text()
+        if redact(text) != text:
+            path.write_text(redact(text))
+
+
 def rerun(cfg: DictConfig) -> bool:
     """``rerun`` as a boolean (``rerun=no`` is false)."""
     return boolean(cfg.get("rerun"), "rerun")
@@ -35,7 +65,15 @@ def direct_writes(cfg: DictConfig) -> bool:
 
 
 def check(cfg: DictConfig, uri: str) -> None:
-    """Refuse a sweep setting that cannot work (see the module docstring)."""
+    """Refuse a sweep setting that cannot work (see the module docstring); a password in a
+    URI never appears in the message."""
+    try:
+        _check(cfg, uri)
+    except SweepError as err:
+        raise SweepError(redact(str(err))) from None
+
+
+def _check(cfg: DictConfig, uri: str) -> None:
     rerun(cfg)
     direct_writes(cfg)
     experiment_name(cfg.experiment.get("name"))

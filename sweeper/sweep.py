@@ -142,6 +142,7 @@ def run_sweep(
     (``SweepResult.store_error``, exit status 3).
     """
     started = time.perf_counter()
+    settings.redact_hydra_files()
     check_launcher(cfg.launcher)
     uri = resolve_uri(cfg.tracking.get("uri"))
     settings.check(cfg, uri)
@@ -180,7 +181,7 @@ class Patience:
         print(text, file=self.out, flush=True)
 
     def __call__(self, what: str, action: Callable[[], T]) -> T:
-        return patiently(what, action, self.patience_s, self)
+        return patiently(settings.redact(what), action, self.patience_s, self)
 
 
 def hold(tracker: Tracker, command: str) -> tuple[Fence | None, Any]:
@@ -233,7 +234,7 @@ def _sweep(
     resume_s = time.perf_counter() - checked
     result = SweepResult(
         name,
-        tracker.uri,
+        settings.redact(tracker.uri),
         len(cells),
         len(cells) - len(todo),
         resume_command=_command(cli_overrides),
@@ -242,7 +243,7 @@ def _sweep(
         settings={c.key: c.setting for c in cells},
     )
     result.resume_s = resume_s
-    print(f"sweep '{name}': results go to {tracker.uri}", file=out)
+    print(f"sweep '{name}': results go to {settings.redact(tracker.uri)}", file=out)
     if tracker.store_note:
         print(f"  the store was {tracker.store_note} whole (sweeper/lock.py)", file=out)
     if retagged:
@@ -259,7 +260,9 @@ def _sweep(
     description = str(cfg.experiment.get("description") or "")
     parent = patient(
         "creating the sweep's parent run",
-        lambda: tracker.parent_run(sweep_key(cells.keys), OmegaConf.to_yaml(cfg), description),
+        lambda: tracker.parent_run(
+            sweep_key(cells.keys), settings.redact(OmegaConf.to_yaml(cfg)), description
+        ),
     )
     result.parent_run_id = parent
     try:
@@ -545,7 +548,10 @@ def _graceful_stop(progress: Progress) -> Iterator[_Stop]:
 
 
 def _command(cli_overrides: Sequence[str]) -> str:
-    return " ".join(["python -m sweeper", *(shlex.quote(o) for o in cli_overrides)])
+    """The command that runs (resumes) this sweep, a password in a URI redacted (it is
+    printed, and recorded in the lock file and the lease's tag)."""
+    text = " ".join(["python -m sweeper", *(shlex.quote(o) for o in cli_overrides)])
+    return settings.redact(text)
 
 
 def _first_line(text: str) -> str:

@@ -110,3 +110,23 @@ def test_the_command_line_exits_2_without_a_traceback(tmp_path):
     assert done.returncode == 2, done.stderr[-2000:]
     assert "Traceback" not in done.stdout + done.stderr
     assert "cell=nope.nope: no cell function there" in done.stdout + done.stderr
+
+
+def test_a_password_in_a_uri_is_never_printed_nor_left_in_hydras_files(tmp_path):
+    """Issue #27, item 4: a tracking.database password in the refusal, in Hydra's copies
+    of the config and in the resume command."""
+    from sweeper.sweep import _command
+
+    secret = "s3cret-pw"
+    database = f"tracking.database=postgresql+psycopg://bob:{secret}@127.0.0.1:1/x"
+    assert secret not in _command([database, "seeds=2"])
+    env = {k: v for k, v in os.environ.items() if k not in ("MLFLOW_TRACKING_URI", "RAY_ADDRESS")}
+    done = subprocess.run(
+        [sys.executable, "-m", "sweeper", "task=toy", database,
+         f"tracking.uri=sqlite:///{tmp_path}/m.db", f"hydra.run.dir={tmp_path}/h"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2 and "bob:***@127.0.0.1" in done.stdout + done.stderr
+    assert secret not in done.stdout + done.stderr
+    written = [p.read_text() for p in (tmp_path / "h").rglob("*.yaml")]
+    assert written and not [text for text in written if secret in text]

@@ -12,6 +12,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -124,26 +125,44 @@ def _finished_per_cell(uri: str, name: str) -> tuple[Counter, list]:
     return finished, running
 
 
-def test_two_drivers_on_a_postgresql_tracking_uri_never_compute_a_cell_twice():
-    """Before: neither took a lock; both exited 0 with hundreds of cells run twice."""
+@contextmanager
+def _pg():
+    """A PostgreSQL cluster for the ``with`` block: (its directory, its database URI)."""
     with tempfile.TemporaryDirectory(prefix="sweeper-pg-") as tmp:
         tmp = Path(tmp)
         tmp.chmod(0o755)
         database = pg_start(tmp / "pg", free_port())
         try:
-            MlflowClient(database).create_experiment("twin", artifact_location=str(tmp / "art"))
-            args = [f"tracking.uri={database}", "experiment.name=twin", "+toy.sleep_s=0.01"]
-            procs = [_spawn(tmp, "a", *args, "seeds=300"), _spawn(tmp, "b", *args, "seeds=200")]
-            codes = [p.wait(timeout=600) for p in procs]
-            outputs = [(tmp / f"{t}.out").read_text() for t in "ab"]
-            assert sorted(codes) in ([0, 4], [0, 0]), outputs
-            if 4 in codes:
-                assert "another sweeper driver is writing" in outputs[codes.index(4)]
-            resume = _spawn(tmp, "c", *args, "seeds=300")
-            assert resume.wait(timeout=600) == 0, (tmp / "c.out").read_text()[-2000:]
-            finished, running = _finished_per_cell(database, "twin")
+            yield tmp, database
         finally:
             pg_stop(tmp / "pg")
+
+
+@contextmanager
+def _pg_and_server():
+    """A PostgreSQL cluster and an mlflow server on it: (directory, database, server URI)."""
+    with _pg() as (tmp, database):
+        server, uri = start_mlflow_server(database, tmp / "artifacts", workers=2)
+        try:
+            yield tmp, database, uri
+        finally:
+            stop(server)
+
+
+def test_two_drivers_on_a_postgresql_tracking_uri_never_compute_a_cell_twice():
+    """Before: neither took a lock; both exited 0 with hundreds of cells run twice."""
+    with _pg() as (tmp, database):
+        MlflowClient(database).create_experiment("twin", artifact_location=str(tmp / "art"))
+        args = [f"tracking.uri={database}", "experiment.name=twin", "+toy.sleep_s=0.01"]
+        procs = [_spawn(tmp, "a", *args, "seeds=300"), _spawn(tmp, "b", *args, "seeds=200")]
+        codes = [p.wait(timeout=600) for p in procs]
+        outputs = [(tmp / f"{t}.out").read_text() for t in "ab"]
+        assert sorted(codes) in ([0, 4], [0, 0]), outputs
+        if 4 in codes:
+            assert "another sweeper driver is writing" in outputs[codes.index(4)]
+        resume = _spawn(tmp, "c", *args, "seeds=300")
+        assert resume.wait(timeout=600) == 0, (tmp / "c.out").read_text()[-2000:]
+        finished, running = _finished_per_cell(database, "twin")
     assert len(finished) == 300 and set(finished.values()) == {1}
     assert not running
 
@@ -154,11 +173,7 @@ def test_a_paused_driver_that_lost_its_lease_stops_without_writing():
     it went on writing, and thousands of cells ended with two FINISHED runs."""
     from sweeper.lock import LEASE_EXPIRY_S
 
-    with tempfile.TemporaryDirectory(prefix="sweeper-pg-") as tmp:
-        tmp = Path(tmp)
-        tmp.chmod(0o755)
-        database = pg_start(tmp / "pg", free_port())
-        server, uri = start_mlflow_server(database, tmp / "artifacts", workers=2)
+    with _pg_and_server() as (tmp, database, uri):
         try:
             args = [f"tracking.uri={uri}", f"tracking.database={database}",
                     f"tracking.artifacts_destination={tmp / 'artifacts'}",
@@ -186,7 +201,30 @@ def test_a_paused_driver_that_lost_its_lease_stops_without_writing():
             if first.poll() is None:
                 first.send_signal(signal.SIGCONT)
                 first.kill()
-            stop(server)
-            pg_stop(tmp / "pg")
     assert len(finished) == 400 and set(finished.values()) == {1}
     assert not running
+
+
+def test_a_database_password_is_recorded_nowhere():
+    """Issue #27, item 4: before, a password in tracking.database went into the parent's
+    config.yaml, the lease's sweeper.command tag, the printed resume command and Hydra's
+    files. (The test cluster trusts local connections: any password is accepted.)"""
+    from mlflow.entities import ViewType
+
+    secret = "s3cret-pw"
+    with _pg_and_server() as (tmp, database, uri):
+        with_password = database.replace("postgres@", f"postgres:{secret}@")
+        proc = _spawn(tmp, "run", f"tracking.uri={uri}", f"tracking.database={with_password}",
+                      f"tracking.artifacts_destination={tmp / 'artifacts'}",
+                      "experiment.name=secret", "seeds=3")  # fmt: skip
+        assert proc.wait(timeout=300) == 0, (tmp / "run.out").read_text()[-2000:]
+        client = MlflowClient(uri)
+        experiment = client.get_experiment_by_name("secret")
+        runs = client.search_runs([experiment.experiment_id], run_view_type=ViewType.ALL)
+        recorded = [str(r.data.tags) + str(r.data.params) for r in runs]
+        files = [p for p in tmp.rglob("*") if p.is_file() and "pg" not in p.parts]
+        texts = [p.read_bytes().decode(errors="replace") for p in files]
+    assert any(r.data.tags.get("role") == "lease" for r in runs)  # the lease's tags are read
+    assert not [text for text in recorded if secret in text]
+    assert any(p.name == "config.yaml" for p in files)
+    assert not [p for p, text in zip(files, texts, strict=True) if secret in text]
