@@ -103,4 +103,5 @@ def test_cluster_local_yaml_is_a_valid_on_premises_config_with_token_data_and_pa
         assert "SWEEPER_DATA_DIR=" in command and "/venv/bin/ray start" in command
     token_path = ray_starts[0].split("RAY_AUTH_TOKEN_PATH=")[1].split()[0]
     assert token_path in config["file_mounts"], "the token is copied to every node"
-    assert any("mlflow server" in c for c in config["head_start_ray_commands"])
+    (server,) = [c for c in config["head_start_ray_commands"] if "mlflow server" in c]
+    assert "--host 127.0.0.1" in server, "no authentication: the server answers only locally"
