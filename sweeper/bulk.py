@@ -27,14 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
-from mlflow.store.db.utils import _verify_schema
-from mlflow.store.tracking.dbmodels.models import (
-    SqlLatestMetric,
-    SqlMetric,
-    SqlParam,
-    SqlRun,
-    SqlTag,
-)
+
+from sweeper import mlflow_private
 
 MAX_FLOAT = 1.7976931348623157e308
 SUPERSEDED = "superseded_by"
@@ -115,8 +109,8 @@ class BulkWriter:
         self.artifact_location = artifact_location.rstrip("/")
         options = {"connect_args": {"timeout": 60}} if database.startswith("sqlite") else {}
         self.engine = sa.create_engine(database, pool_pre_ping=True, **options)
-        _verify_schema(self.engine)  # the tables are the ones this MLflow writes
         check_columns()
+        mlflow_private.get("verify_schema")(self.engine)  # the tables this MLflow writes
         self.user = _user()
         self.fence: Any = None  # the driver's hold on the experiment (sweeper/lock.py)
 
@@ -153,7 +147,7 @@ class BulkWriter:
                     insert(cursor, table, COLUMNS[table], data)
             old = [(r.run_id, o) for r in records for o in r.supersedes]
             if old:
-                tags = SqlTag.__table__
+                tags = _table("tags")
                 connection.execute(
                     tags.delete().where(
                         tags.c.key == SUPERSEDED, tags.c.run_uuid.in_([o for _, o in old])
@@ -170,7 +164,7 @@ class BulkWriter:
 
     @staticmethod
     def _committed(connection: Any, run_id: str) -> bool:
-        runs = SqlRun.__table__
+        runs = _table("runs")
         found = connection.execute(sa.select(runs.c.run_uuid).where(runs.c.run_uuid == run_id))
         return found.first() is not None
 
@@ -199,28 +193,35 @@ class BulkWriter:
 
 
 COLUMNS = {
-    model.__tablename__: columns
-    for model, columns in (
-        (SqlRun, ("run_uuid", "name", "source_type", "source_name", "entry_point_name",
-                  "user_id", "status", "start_time", "end_time", "deleted_time",
-                  "source_version", "lifecycle_stage", "artifact_uri", "experiment_id")),
-        (SqlTag, ("key", "value", "run_uuid")),
-        (SqlParam, ("key", "value", "run_uuid")),
-        (SqlMetric, ("key", "value", "timestamp", "step", "is_nan", "run_uuid")),
-        (SqlLatestMetric, ("key", "value", "timestamp", "step", "is_nan", "run_uuid")),
-    )
+    "runs": ("run_uuid", "name", "source_type", "source_name", "entry_point_name", "user_id",
+             "status", "start_time", "end_time", "deleted_time", "source_version",
+             "lifecycle_stage", "artifact_uri", "experiment_id"),
+    "tags": ("key", "value", "run_uuid"),
+    "params": ("key", "value", "run_uuid"),
+    "metrics": ("key", "value", "timestamp", "step", "is_nan", "run_uuid"),
+    "latest_metrics": ("key", "value", "timestamp", "step", "is_nan", "run_uuid"),
 }  # fmt: skip
 """The columns written of each MLflow table (:meth:`BulkWriter._rows` follows this order);
-each is checked against MLflow's own table definition when the module loads."""
+checked against MLflow's own table definitions when a writer opens (:func:`check_columns`).
+"""
+MODELS = {"runs": "SqlRun", "tags": "SqlTag", "params": "SqlParam", "metrics": "SqlMetric",
+          "latest_metrics": "SqlLatestMetric"}  # fmt: skip
+"""MLflow's table definition of each table (:mod:`sweeper.mlflow_private`)."""
+
+
+def _table(name: str) -> sa.Table:
+    """The SQLAlchemy table ``name`` with the columns sweeper reads and writes."""
+    return sa.table(name, *(sa.column(c) for c in COLUMNS[name]))
 
 
 def check_columns() -> None:
     """Refuse an MLflow whose tables have other columns than :data:`COLUMNS` (its schema
     changed: the direct writes must be updated, or ``tracking.direct_writes=false``)."""
-    for model in (SqlRun, SqlTag, SqlParam, SqlMetric, SqlLatestMetric):
-        ours, theirs = set(COLUMNS[model.__tablename__]), set(model.__table__.columns.keys())
-        if ours != theirs:
-            raise RuntimeError(
+    for table, model_name in MODELS.items():
+        model = mlflow_private.get(model_name)
+        ours, theirs = set(COLUMNS[table]), set(model.__table__.columns.keys())
+        if ours != theirs or model.__tablename__ != table:
+            raise mlflow_private.MlflowChanged(
                 f"this MLflow's table {model.__tablename__} has the columns {sorted(theirs)}, "
                 f"sweeper/bulk.py writes {sorted(ours)}: set tracking.direct_writes=false"
             )

@@ -44,6 +44,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
+from sweeper import mlflow_private
 from sweeper.errors import StoreBusy, StoreFailed, SweepError
 from sweeper.process import driver_alive, now_ms, pid_alive
 
@@ -464,10 +465,7 @@ def schema_state(path: Path) -> dict[str, Any]:
     """What the sqlite file at ``path`` holds: ``whole`` (every MLflow table, the newest
     schema revision, no table of an interrupted migration), ``runs``, ``revision``, ``head``
     and ``leftovers`` (the ``_alembic_tmp_*`` tables)."""
-    from mlflow.store.db.base_sql_model import Base
-    from mlflow.store.db.utils import _get_latest_schema_revision
-
-    head = _get_latest_schema_revision()
+    head = mlflow_private.get("latest_revision")()
     with closing_connection(path) as db:
         tables = {row[0] for row in db.execute("select name from sqlite_master where type='table'")}
         revision = None
@@ -476,7 +474,11 @@ def schema_state(path: Path) -> dict[str, Any]:
             revision = row[0] if row else None
         runs = db.execute("select count(*) from runs").fetchone()[0] if "runs" in tables else 0
     leftovers = sorted(t for t in tables if t.startswith("_alembic_tmp_"))
-    whole = set(Base.metadata.tables) <= tables and revision == head and not leftovers
+    whole = (
+        set(mlflow_private.get("Base").metadata.tables) <= tables
+        and revision == head
+        and not leftovers
+    )
     return {
         "whole": whole,
         "runs": runs,
@@ -509,16 +511,13 @@ def _fingerprint(path: Path) -> tuple:
 
 def _build(path: Path) -> Path:
     """A complete MLflow store under a temporary name beside ``path``; return its path."""
-    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
-    from mlflow.tracking._tracking_service.utils import DEFAULT_LOCAL_FILE_AND_ARTIFACT_PATH
-
     temporary = path.with_name(f".{path.name}{BUILDING}{os.getpid()}")
     for stale in (temporary, temporary.with_name(temporary.name + "-journal")):
         stale.unlink(missing_ok=True)
     uri = f"sqlite:///{temporary}"
-    store = SqlAlchemyStore(uri, DEFAULT_LOCAL_FILE_AND_ARTIFACT_PATH)
+    store = mlflow_private.get("SqlAlchemyStore")(uri, mlflow_private.get("default_artifacts"))
     store.engine.dispose()
-    SqlAlchemyStore._engine_map.pop(uri, None)
+    mlflow_private.engine_map().pop(uri, None)
     with open(temporary, "rb") as handle:
         os.fsync(handle.fileno())
     return temporary
@@ -577,13 +576,12 @@ def prepare_sqlite_store(path: Path, settle_s: float = SETTLE_S) -> str:
 
 def _forget_engines(path: Path) -> None:
     """Close the connections this process still holds to the file ``path`` replaced."""
-    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
-
-    for uri, engine in list(SqlAlchemyStore._engine_map.items()):
+    engines = mlflow_private.engine_map()
+    for uri, engine in list(engines.items()):
         database = engine.url.database
         if database and Path(database).resolve() == path.resolve():
             engine.dispose()
-            SqlAlchemyStore._engine_map.pop(uri, None)
+            engines.pop(uri, None)
 
 
 def _damaged_message(path: Path, state: dict[str, Any]) -> str:
