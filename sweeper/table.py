@@ -156,6 +156,10 @@ class CellTable:
         record batch in memory at a time, each run id once), then delete the parts it
         holds."""
         memory.lean()
+        local = self.io.local_dir(self.run_id)
+        if local is not None and local.is_dir():  # a killed consolidation's half-written file:
+            for stale in local.glob(".cells.*.partial"):  # the driver holds the experiment
+                stale.unlink(missing_ok=True)
         with tempfile.TemporaryDirectory() as tmp:
             through = self._through(Path(tmp))
             numbers = [n for n in self._part_numbers() if n > through]
@@ -166,7 +170,6 @@ class CellTable:
             schema = pa.unify_schemas(
                 [pq.read_schema(p) for p in sources], promote_options="permissive"
             ).remove_metadata()
-            local = self.io.local_dir(self.run_id)
             target = Path(
                 tempfile.mkstemp(dir=local or tmp, prefix=".cells.", suffix=".partial")[1]
             )

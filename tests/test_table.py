@@ -114,3 +114,17 @@ def test_consolidating_keeps_each_runs_last_row_as_the_obvious_rule_does(tmp_pat
     assert list(kept["run_id"]) == [r["run_id"] for r in expected]
     assert list(kept["final"]) == [r["final"] for r in expected]
     assert len(kept) < len(written)  # duplicates were there to drop
+
+
+def test_a_consolidation_clears_a_killed_ones_half_written_file(tmp_path):
+    """Issue #27, item 2: a driver killed while it consolidated left a .cells.*.partial
+    (up to 54 MB); the next consolidation, by the driver that now holds the sweep, removes
+    it."""
+    table = _table(tmp_path)
+    table.append([_row("a", "r1")])
+    stale = tmp_path / "parent" / ".cells.x1y2.partial"
+    stale.write_bytes(b"half a parquet file")
+    table.consolidate()
+    assert not stale.exists()
+    assert list(table.read()["run_id"]) == ["r1"]
+    assert not list((tmp_path / "parent").glob(".cells.*.partial"))
