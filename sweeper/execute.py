@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 from hydra.utils import get_method
 
+from sweeper.provenance import loaded_libraries
+
 
 class _Quiet(logging.Filter):
     """``hydra.utils.get_method`` logs its error before raising it; the caller says it."""
@@ -55,6 +57,7 @@ class Outcome:
     node_ip: str | None = None
     node_id: str | None = None  # the Ray node id, when the cell ran on Ray
     artifact: bytes | None = None  # ``cell.npz`` (curves and trace), packed where it ran
+    libraries: str = ""  # versions of the numerical libraries loaded where it ran
 
     @property
     def where(self) -> str:
@@ -90,6 +93,7 @@ def execute(function: str, config: dict[str, Any]) -> Outcome:
             "FAILED", error=f"{type(err).__name__}: {err}", traceback=traceback.format_exc()
         )
     outcome.wall_s = time.perf_counter() - started
+    outcome.libraries = loaded_libraries()
     return outcome
 
 

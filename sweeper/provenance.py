@@ -1,4 +1,5 @@
-"""Which code made a result: the package version and the git commit, tagged on every run.
+"""Which code made a result: the package version, the git commit and the numerical
+libraries the cell had loaded, tagged on every run.
 
 A family's ``task.result_version`` keeps stale results from being reused (it is part of
 the cell key); these tags say, for any stored run, exactly which code computed it.
@@ -7,6 +8,7 @@ the cell key); these tags say, for any stored run, exactly which code computed i
 from __future__ import annotations
 
 import subprocess
+import sys
 from functools import cache
 from importlib import metadata
 from pathlib import Path
@@ -42,3 +44,41 @@ def _git(*args: str) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.strip()
+
+
+LIBRARIES = {"numpy": "numpy", "scipy": "scipy", "sklearn": "scikit-learn", "optuna": "optuna",
+             "pandas": "pandas", "torch": "torch"}  # fmt: skip
+"""Module -> distribution of the libraries whose versions can change a cell's numbers."""
+LIBRARIES_TAG = "sweeper.libraries"
+
+
+def loaded_libraries() -> str:
+    """``numpy=2.1.3 scipy=1.14.1 ...``: the versions of the :data:`LIBRARIES` loaded in this
+    process (a worker, after its cell ran: what the family imported), sorted."""
+    loaded = tuple(sorted(m for m in LIBRARIES if m in sys.modules))
+    return _versions(loaded)
+
+
+def installed_libraries() -> str:
+    """The same, of every :data:`LIBRARIES` installed here (the driver's environment)."""
+    return _versions(tuple(sorted(LIBRARIES)))
+
+
+@cache
+def _versions(modules: tuple[str, ...]) -> str:
+    found = []
+    for module in modules:
+        try:
+            found.append(f"{LIBRARIES[module]}={metadata.version(LIBRARIES[module])}")
+        except metadata.PackageNotFoundError:
+            continue
+    return " ".join(found)
+
+
+def changed_libraries(before: str | None, now: str) -> str:
+    """What differs between two :func:`loaded_libraries` texts (``numpy 1.26.4 -> 2.1.3``),
+    or ``""``; libraries in only one of them are not compared."""
+    old = dict(item.split("=", 1) for item in (before or "").split() if "=" in item)
+    new = dict(item.split("=", 1) for item in now.split() if "=" in item)
+    return ", ".join(f"{k} {old[k]} -> {new[k]}" for k in sorted(old.keys() & new.keys())
+                     if old[k] != new[k])  # fmt: skip

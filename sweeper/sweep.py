@@ -265,6 +265,13 @@ def _sweep(
         ),
     )
     result.parent_run_id = parent
+    if tracker.library_change:
+        print(
+            f"  this sweep resumes under other library versions than its earlier runs "
+            f"({tracker.library_change}): the cells computed now and before may differ in "
+            "their last digits; rerun=true recomputes them all",
+            file=out,
+        )
     try:
         return _drive(
             cfg, tracker, cells, todo, known, index, result, started, out, batching, writer, fence,

@@ -69,7 +69,12 @@ from sweeper.errors import StoreFailed, SweepError
 from sweeper.execute import Outcome, pack
 from sweeper.lock import StoreBusy, prepare_sqlite_store, sqlite_path
 from sweeper.process import driver_alive, driver_id, now_ms
-from sweeper.provenance import code_tags
+from sweeper.provenance import (
+    LIBRARIES_TAG,
+    changed_libraries,
+    code_tags,
+    installed_libraries,
+)
 from sweeper.result import CLOCK_MARGIN_MS, rank, result_of
 from sweeper.table import ArtifactIO, CellTable, holds, local_artifact_dir
 from sweeper.task import GENERIC, Task
@@ -325,6 +330,7 @@ class Tracker:
         self.metric_points = METRIC_POINTS
         self._tables: dict[str, CellTable] = {}
         self._table_runs: dict[str, int] = {}  # parent -> its tag TABLE_RUNS, as written
+        self.library_change = ""  # how the libraries differ from the resumed sweep's
         self.driver = driver_id()
         found = self.client.get_experiment_by_name(experiment)
         if found is None:
@@ -523,7 +529,10 @@ class Tracker:
                     f"it to finish or stop it (kill -INT {pid}), then run the command again"
                 )
             run_id = run.info.run_id
+            before = run.data.tags.get(LIBRARIES_TAG)
+            self.library_change = changed_libraries(before, installed_libraries())
             tags = {"sweeper.driver": self.driver, **code_tags()}
+            tags[LIBRARIES_TAG] = installed_libraries()
             self.client.log_batch(run_id, tags=[RunTag(k, v) for k, v in tags.items()])
             self.client.update_run(run_id, status="RUNNING")
             return run_id
@@ -535,6 +544,7 @@ class Tracker:
                 "role": "sweep",
                 "mlflow.note.content": description,
                 "sweeper.driver": self.driver,
+                LIBRARIES_TAG: installed_libraries(),
                 **code_tags(),
             },
         )
@@ -666,6 +676,8 @@ class Tracker:
             tags["ray_node_id"] = outcome.node_id
         tags["sweeper.driver"] = self.driver
         tags.update(code_tags())
+        if outcome.libraries:
+            tags[LIBRARIES_TAG] = outcome.libraries
         if parent_id:
             tags["mlflow.parentRunId"] = parent_id
         if outcome.error:
@@ -695,6 +707,7 @@ class Tracker:
             "node": outcome.where,
             "wall_s": outcome.wall_s,
             "start_time": start,
+            "libraries": outcome.libraries or None,
         }
         if outcome.status == "FINISHED":
             summary = {k: float(v) for k, v in result.get("summary", {}).items()}

@@ -31,6 +31,7 @@ from mlflow import MlflowClient
 
 from sweeper.configs import ConfigSearch
 from sweeper.errors import SweepError
+from sweeper.provenance import LIBRARIES_TAG
 from sweeper.result import CLOCK_MARGIN_MS, result_of
 from sweeper.table import CELLS_TABLE, CellTable, holds, run_artifacts
 from sweeper.task import Task, task_of_config
@@ -176,6 +177,8 @@ def load_experiment(name: str, uri: str, configs: ConfigSearch | None = None) ->
                 row["config"] = json.loads(row["config"])
         row["status"] = candidate.status
         row["start_time"] = candidate.start_time
+        if not row.get("libraries") and candidate.run is not None:
+            row["libraries"] = candidate.run.data.tags.get(LIBRARIES_TAG)
         if candidate.status == "FAILED" and not row.get("error"):
             tags = candidate.run.data.tags if candidate.run is not None else {}
             row["error"] = tags.get("error", "unknown error (no error tag)")
@@ -189,6 +192,15 @@ def load_experiment(name: str, uri: str, configs: ConfigSearch | None = None) ->
         notes.append(
             f"{superseded} older run(s) of cells that were run again are ignored "
             "(the newest FINISHED run of each cell counts)"
+        )
+    mixed = sorted({str(r["libraries"]) for r in rows if r.get("libraries")})
+    if len(mixed) > 1:
+        notes.append(
+            f"the cells were computed under {len(mixed)} sets of library versions ("
+            + "; ".join(mixed[:4])
+            + (" ..." if len(mixed) > 4 else "")
+            + "): numbers may differ in their last digits between them; rerun=true "
+            "recomputes every cell under one"
         )
     _attach_marks(client, rows, chosen, task.markers)
 
