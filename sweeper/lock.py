@@ -585,6 +585,17 @@ def _forget_engines(path: Path) -> None:
 
 
 def _damaged_message(path: Path, state: dict[str, Any]) -> str:
+    revision = state["revision"]
+    if not state["leftovers"] and revision and not known_revision(revision):
+        import mlflow
+
+        return (
+            f"the MLflow store {path} holds {state['runs']} run(s) and was made by a newer "
+            f"MLflow than this one ({mlflow.__version__}): its schema revision {revision} is "
+            f"not one this MLflow knows (its newest is {state['head']}), and `mlflow db "
+            "upgrade` cannot take a schema back. Install the MLflow that made it (pip install "
+            "-U mlflow), or point tracking.uri at another store (tracking.uri=sqlite:///new.db)"
+        )
     if state["leftovers"]:
         what = (
             f"a schema migration was interrupted (it left the tables "
@@ -592,13 +603,25 @@ def _damaged_message(path: Path, state: dict[str, Any]) -> str:
         )
     else:
         what = (
-            f"its schema is at revision {state['revision']}, not MLflow's newest "
+            f"its schema is at revision {revision}, older than this MLflow's "
             f"{state['head']} (made by an older MLflow, or a migration was interrupted)"
         )
     return (
         f"the MLflow store {path} holds {state['runs']} run(s) but its schema is incomplete: "
-        f"{what}. Copy the file somewhere safe, then run `mlflow db upgrade sqlite:///{path}`; "
-        "if that fails, drop the _alembic_tmp_* tables in the copy (sqlite3 FILE 'drop table "
-        "...') and run it again, or move the file away and start with a new store "
-        "(tracking.uri=sqlite:///new.db)"
+        f"{what}. Copy the file somewhere safe, then run `mlflow db upgrade sqlite:///{path}` "
+        "with this environment's MLflow; if that fails, drop the _alembic_tmp_* tables in the "
+        "copy (sqlite3 FILE 'drop table ...') and run it again, or move the file away and "
+        "start with a new store (tracking.uri=sqlite:///new.db)"
     )
+
+
+def known_revision(revision: str) -> bool:
+    """Whether this MLflow's migrations know the schema revision ``revision`` (a store made
+    by a newer MLflow has one they do not)."""
+    from alembic.script import ScriptDirectory
+
+    config = mlflow_private.get("alembic_config")(db_url="")
+    try:
+        return ScriptDirectory.from_config(config).get_revision(revision) is not None
+    except Exception:  # noqa: BLE001 - alembic's "can't locate revision"
+        return False

@@ -24,6 +24,7 @@ MODELS = "mlflow.store.tracking.dbmodels.models"
 NAMES: dict[str, tuple[str, str, str]] = {
     "verify_schema": ("mlflow.store.db.utils", "_verify_schema", "direct writes"),
     "latest_revision": ("mlflow.store.db.utils", "_get_latest_schema_revision", "store creation"),
+    "alembic_config": ("mlflow.store.db.utils", "_get_alembic_config", "store creation"),
     "Base": ("mlflow.store.db.base_sql_model", "Base", "store creation"),
     "SqlAlchemyStore": (
         "mlflow.store.tracking.sqlalchemy_store",

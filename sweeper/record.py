@@ -117,13 +117,19 @@ def open_writer(batching: Batching, tracker: Tracker) -> BulkWriter | None:
         writer = BulkWriter(batching.database, tracker.experiment_id, tracker.artifact_location)
         found = writer.experiment_name()
     except Exception as err:  # a wrong URI, a database down, a missing driver, a schema
+        # Through a tracking server, its MLflow writes the runs (its schema is its own);
+        # a database tracking.uri is read by this MLflow either way: no way around it.
+        way_out = (
+            ", or set tracking.direct_writes=false to write through the server's API"
+            if tracker.remote
+            else ", or bring its schema to this MLflow's (mlflow db upgrade, after a backup)"
+        )
         reason = " ".join(str(err).split("(Background on this error")[0].split())[:300]
         raise SweepError(
             f"cannot write runs into the database {redact(batching.database)} "
             f"(tracking.database, or a sqlite/postgresql tracking.uri): {type(err).__name__}: "
             f"{redact(reason)}. Fix the URI, start the database, install its driver "
-            "(pip install 'sweeper[postgres]' for PostgreSQL), or set "
-            "tracking.direct_writes=false to write through MLflow's API"
+            f"(pip install 'sweeper[postgres]' for PostgreSQL){way_out}"
         ) from None
     if found != tracker.experiment_name:
         writer.close()

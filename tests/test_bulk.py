@@ -95,5 +95,8 @@ def test_a_database_that_cannot_be_used_is_one_paragraph(tracking_uri):
     from sweeper.record import Batching, open_writer
 
     batching = Batching(database="postgresql+psycopg://nobody@127.0.0.1:1/x")
-    with pytest.raises(SweepError, match="tracking.database.*Connection refused.*direct_writes"):
+    with pytest.raises(
+        SweepError,
+        match="tracking.database.*Connection refused.*start the database.*mlflow db upgrade",
+    ):
         open_writer(batching, Tracker(tracking_uri, "nodb"))

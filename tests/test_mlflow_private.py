@@ -54,3 +54,41 @@ def test_the_driver_imports_no_private_mlflow_module():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def _store_at(tmp_path, revision_of):
+    """A sqlite store holding one run whose schema revision is ``revision_of(head)``."""
+    import shutil
+    import sqlite3
+
+    from mlflow import MlflowClient
+
+    path = tmp_path / "old.db"
+    MlflowClient(f"sqlite:///{path}").create_run("0")
+    with sqlite3.connect(path) as db:
+        head = db.execute("select version_num from alembic_version").fetchone()[0]
+        db.execute("update alembic_version set version_num = ?", (revision_of(head),))
+    copy = tmp_path / "store.db"  # a file this process never opened through MLflow
+    shutil.copyfile(path, copy)
+    return copy
+
+
+def test_a_store_from_a_newer_mlflow_is_not_called_older(tmp_path):
+    from sweeper.lock import StoreDamaged, prepare_sqlite_store
+
+    path = _store_at(tmp_path, lambda head: "ffffffffffff")
+    with pytest.raises(StoreDamaged, match=r"made by a newer MLflow than this one") as raised:
+        prepare_sqlite_store(path, settle_s=0.1)
+    assert "cannot take a schema back" in str(raised.value)
+
+
+def test_a_store_from_an_older_mlflow_is_told_to_upgrade(tmp_path):
+    from alembic.script import ScriptDirectory
+
+    from sweeper.lock import StoreDamaged, prepare_sqlite_store
+
+    config = mlflow_private.get("alembic_config")(db_url="")
+    script = ScriptDirectory.from_config(config)
+    path = _store_at(tmp_path, lambda head: script.get_revision(head).down_revision)
+    with pytest.raises(StoreDamaged, match=r"older than this MLflow's .*`mlflow db upgrade"):
+        prepare_sqlite_store(path, settle_s=0.1)
