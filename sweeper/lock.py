@@ -151,7 +151,7 @@ class Lease:
     experiment_id : str
         The experiment the lease covers.
     driver : str
-        This driver's id (``host:pid:start``, :func:`sweeper.tracking.driver_id`).
+        This driver's id (``host:pid:start``, :func:`sweeper.process.driver_id`).
     command : str
         The command this driver runs, shown to a refused driver.
     heartbeat_s, expiry_s : float

@@ -45,3 +45,20 @@ def test_a_family_imports_no_orchestration_and_no_other_family(family):
     other_families = set(FAMILIES) - {family}
     others = {m for m in modules if m.startswith("tasks.") and m.split(".")[1] in other_families}
     assert not others, sorted(others)
+
+
+def test_the_orchestrator_imports_no_family_and_the_lock_no_tracking():
+    """Issue #26: the arrow runs one way: sweeper/ names a cell function by its dotted path
+    (hydra.utils.get_method) and imports no module of tasks/; lock.py and tracking.py no
+    longer import each other."""
+    code = (
+        "import json, sys, sweeper.sweep, sweeper.report.load, sweeper.multirun\n"
+        "print(json.dumps(sorted(sys.modules)))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=TASKS.parent, capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    modules = json.loads(done.stdout)
+    assert not [m for m in modules if m == "tasks" or m.startswith("tasks.")]
+    lock = (CONF_DIR.parent / "sweeper" / "lock.py").read_text()
+    assert "from sweeper.tracking" not in lock and "import sweeper.tracking" not in lock
