@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import closing, contextmanager
+from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TextIO, TypeVar
 
@@ -166,7 +166,25 @@ def run_sweep(
         try:
             return _sweep(cfg, tracker, cells, cli_overrides, started, out, fence, patient)
         finally:
-            release()
+            within(CLEANUP_S, release)
+
+
+CLEANUP_S = 10.0
+"""The longest the driver's clean-up after a failure (settling its runs, dropping its lease)
+may wait for a store that does not answer: what it leaves, the next start settles."""
+
+
+def within(seconds: float, action: Callable[[], Any]) -> None:
+    """``action()``, given up after ``seconds`` (it goes on in a daemon thread that dies with
+    the process): a store that hangs never holds the driver's exit; errors are ignored."""
+
+    def attempt() -> None:
+        with suppress(Exception):
+            action()
+
+    thread = threading.Thread(target=attempt, name="sweeper-cleanup", daemon=True)
+    thread.start()
+    thread.join(seconds)
 
 
 class Patience:
@@ -278,8 +296,13 @@ def _sweep(
             patient,
         )  # fmt: skip
     except BaseException as err:  # never leave the sweep RUNNING, whatever stopped it
-        tracker.settle_parent(parent, "KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED")
-        tracker.settle_own(parent)
+        status = "KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED"
+
+        def settle() -> None:
+            tracker.settle_parent(parent, status)
+            tracker.settle_own(parent)
+
+        within(CLEANUP_S, settle)
         raise
 
 
@@ -396,7 +419,7 @@ def _drive(
     result.dispatch_s = time.perf_counter() - dispatch_started
     result.wall_s = time.perf_counter() - started
     if result.lost:  # the sweep is another driver's now: its parent and table too
-        tracker.settle_own(parent)
+        within(CLEANUP_S, lambda: tracker.settle_own(parent))
     else:
         _end_parent(tracker, cells, known, result, rerun, recorder.batching.patience_s, progress)
     progress.close()
@@ -441,9 +464,9 @@ def _end_parent(
         patiently("ending the sweep's parent run", end, patience_s, progress)
     except StoreFailed as err:
         result.store_error = result.store_error or str(err)
-        tracker.settle_parent(parent, "FAILED")
+        within(CLEANUP_S, lambda: tracker.settle_parent(parent, "FAILED"))
     if result.interrupted or result.store_error:
-        tracker.settle_own(parent)  # a run cut off while it was being logged
+        within(CLEANUP_S, lambda: tracker.settle_own(parent))  # a run cut off mid-write
 
 
 def validate(cells: Sequence[Cell]) -> None:

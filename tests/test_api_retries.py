@@ -84,3 +84,30 @@ def test_a_reset_at_every_step_of_the_start_is_waited_for(composer, tracking_uri
     result = run_sweep(composer(overrides), composer, overrides, out=out)
     assert result.exit_code == 0 and result.finished == 2, out.getvalue()
     assert out.getvalue().count("the MLflow store does not answer") == 4
+
+
+def test_a_store_that_hangs_never_holds_the_exit(composer, tracking_uri, monkeypatch):
+    """Issue #27, item 2: a store gone mid-sweep made each clean-up call block for minutes
+    (263 s to exit with tracking.patience_s=20). The clean-up is bounded (CLEANUP_S)."""
+    import io
+    import time
+
+    from sweeper import sweep
+    from sweeper.sweep import run_sweep
+
+    def full_disk(self, run_id, rows, until=None, move_mark=True):
+        raise OSError(28, "No space left on device")
+
+    def hang(*args, **kwargs):
+        time.sleep(600)
+
+    monkeypatch.setattr(Tracker, "write_cells_table", full_disk)
+    monkeypatch.setattr(Tracker, "settle_parent", hang)
+    monkeypatch.setattr(Tracker, "settle_own", hang)
+    monkeypatch.setattr(sweep, "CLEANUP_S", 2.0)
+    overrides = ["task=toy", "launcher.name=local", "seeds=2", "horizon=5",
+                 f"tracking.uri={tracking_uri}", "experiment.name=hangs"]  # fmt: skip
+    started = time.monotonic()
+    result = run_sweep(composer(overrides), composer, overrides, out=io.StringIO())
+    assert result.exit_code == 3 and "No space left" in result.store_error
+    assert time.monotonic() - started < 60
