@@ -235,15 +235,22 @@ class Lease:
             with suppress(Exception):  # a store that fails is the driver's to report
                 sent = time.monotonic()
                 self.client.set_tag(self.run_id, "sweeper.heartbeat", str(now_ms()))
-                if sent - self.beaten < self.margin_s:  # never renew a lease already lost
-                    self.beaten = sent
+                self.beaten = sent  # a lease another driver took is deleted: no tag set
 
     def check(self) -> None:
-        """Raise :class:`LeaseLost` when no heartbeat reached the store for the lease's
-        expiry (the driver was paused, or cut off): another driver may have taken it."""
+        """After a silence past the lease's margin (the driver was paused, or the server
+        away), make sure the lease is still this driver's before going on: its run still
+        RUNNING and not deleted (a driver that takes a dead lease over ends and deletes it),
+        then renew it; else :class:`LeaseLost`. A store that is away raises its own error
+        (waited for by the caller)."""
         silent = time.monotonic() - self.beaten
-        if self._thread is not None and silent >= self.margin_s:
+        if self._thread is None or silent < self.margin_s:
+            return
+        run = self.client.get_run(self.run_id)
+        if run.info.status != "RUNNING" or run.info.lifecycle_stage != "active":
             raise LeaseLost(lost_message(None).replace("(unknown)", f"(silent {silent:.0f} s)"))
+        self.client.set_tag(self.run_id, "sweeper.heartbeat", str(now_ms()))
+        self.beaten = time.monotonic()
 
     def _drop(self) -> None:
         with suppress(Exception):
@@ -326,11 +333,10 @@ class Fence:
             raise LeaseLost(lost_message(holder))
 
     def check_in(self, connection: Any) -> None:
-        """:meth:`check` inside a batch's transaction (``connection``, SQLAlchemy)."""
+        """The token checked inside a batch's transaction (``connection``, SQLAlchemy): the
+        one check that holds however long the driver was paused or the server away."""
         import sqlalchemy as sa
 
-        if self.lease is not None:
-            self.lease.check()
         query = "select value from experiment_tags where experiment_id = :experiment and key = :key"
         if connection.dialect.name == "postgresql":
             query += " for share"
