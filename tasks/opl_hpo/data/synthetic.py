@@ -155,6 +155,7 @@ class SyntheticLoggedData:
         embeddings: str = "one_hot",
         environment_seed: int | None = 12345,
         reward: str = "obp",
+        n_reward: int = 1000,
     ) -> None:
         if not isinstance(beta0, (int, float)) or not math.isfinite(beta0):
             raise ValueError(
@@ -166,6 +167,7 @@ class SyntheticLoggedData:
             ("n_train", n_train, 2),
             ("n_val", n_val, 2),
             ("n_test", n_test, 1),
+            ("n_reward", n_reward, 0),
             ("n_features", n_features, 1),
             ("n_actions", n_actions, 2),
         ):
@@ -191,6 +193,7 @@ class SyntheticLoggedData:
         self.embeddings, self.reward = embeddings, reward
         self.beta0 = float(beta0)
         self.n_train, self.n_val, self.n_test = int(n_train), int(n_val), int(n_test)
+        self.n_reward = int(n_reward)
         self.n_features, self.n_actions = int(n_features), int(n_actions)
         self.environment_seed = environment_seed
 
@@ -216,12 +219,14 @@ class SyntheticLoggedData:
         x_test = environment.contexts(self.n_test, rng)
         mu_test = environment.mu(x_test)
         test = TestSet(x=x_test, pi0=softmax(self.beta0 * mu_test), mu=mu_test)
+        reward_log = environment.log(self.n_reward, rng)[0] if self.n_reward else None
         return LoggedBandit(
             n_actions=self.n_actions,
             train=train,
             val=val,
             test=test,
             v_optimal=float(mu_test.max(axis=1).mean()),
+            reward_log=reward_log,
         )
 
     def check(self) -> None:
