@@ -33,6 +33,7 @@ from sweeper.report.axes import Axis, build_axes, restrict
 from sweeper.report.load import Loaded, ReportError, load_experiment
 from sweeper.report.spec import ReportSpec, parse, section_from_file
 from sweeper.tracking import resolve_uri
+from sweeper.ui import browse_hint
 
 __all__ = ["Report", "ReportError", "build_report"]
 
@@ -285,6 +286,9 @@ def _write(
         f"{loaded.sweeps} sweep(s), {finished} FINISHED, {failed} FAILED"
         + (f", {len(loaded.unfinished)} unfinished" if loaded.unfinished else "")
         + f". Seeds: {_seeds(cells)}.",
+        f"Browse its runs: {browse_hint(loaded.uri, loaded.experiment_id)}"
+        if loaded.experiment_id
+        else "",
         f"Generated {_dt.datetime.now().isoformat(timespec='seconds')} by "
         f"python -m sweeper.report {loaded.name}.",
     ]

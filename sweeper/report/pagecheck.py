@@ -9,6 +9,9 @@ from its page.
 Chromium is Debian's package (``apt-get install chromium``); ``$CHROMIUM`` names another
 binary. The page is copied beside itself (so its relative links resolve) with a script
 that records, after the load event, which images decoded; ``--dump-dom`` returns it.
+
+``check_ui`` opens an address of MLflow's UI the same way and says whether it showed the
+runs table in the model-training view (sweeper/ui.py) or MLflow's GenAI chrome.
 """
 
 from __future__ import annotations
@@ -102,6 +105,50 @@ def check_page(page: Path) -> PageCheck:
     images = [(src, bool(ok)) for src, ok in json.loads(_unescape(found.group(1)))]
     console = [m.group(1) for m in CONSOLE.finditer(done.stderr)]
     return PageCheck(page, images, console)
+
+
+MODEL_TRAINING_SIDEBAR = ("Model registry",)
+"""Shown in MLflow's sidebar in the model-training view only."""
+GENAI_CHROME = ("Detect Issues", "Judges", "Sessions")
+"""Shown in the GenAI view only: the overview's pop-up, the GenAI sidebar's entries."""
+UI_BUDGET_MS = 20000
+
+
+@dataclass
+class UiView:
+    """What an MLflow UI address showed in a fresh browser."""
+
+    url: str
+    runs_table: bool  # the runs table, with the run it was asked to find
+    model_training: bool  # the model-training sidebar
+    genai: list[str]  # GenAI chrome it showed
+
+    @property
+    def ok(self) -> bool:
+        return self.runs_table and self.model_training and not self.genai
+
+
+def check_ui(url: str, run_name: str, budget_ms: int = UI_BUDGET_MS) -> UiView:
+    """Open ``url`` (an experiment in MLflow's UI) in headless Chromium with a fresh
+    profile, as a reader's first visit, and say which view it showed: the runs table
+    listing ``run_name`` in the model-training view, or the GenAI chrome."""
+    with tempfile.TemporaryDirectory() as profile:
+        done = subprocess.run(
+            [browser(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+             "--no-first-run", "--disable-background-networking", "--disable-component-update",
+             "--disable-sync", f"--user-data-dir={profile}", "--window-size=1500,900",
+             f"--virtual-time-budget={budget_ms}", "--dump-dom", url],
+            capture_output=True, text=True, timeout=TIMEOUT_S + budget_ms / 1000,
+        )  # fmt: skip
+    dom = done.stdout
+    if "<body" not in dom:
+        raise RuntimeError(f"Chromium did not render {url}: {done.stderr[-500:]}")
+    return UiView(
+        url,
+        runs_table="matching runs" in dom and run_name in dom,
+        model_training=all(marker in dom for marker in MODEL_TRAINING_SIDEBAR),
+        genai=[marker for marker in GENAI_CHROME if marker in dom],
+    )
 
 
 def _unescape(text: str) -> str:
