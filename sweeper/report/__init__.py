@@ -11,7 +11,8 @@ writes into DIR (default ``reports/NAME/``):
   task); ``paired`` (differences against a reference value of the family's compare axis
   on matched seeds) and ``failed`` (every FAILED cell with its error);
 - ``figures/<curve>.png``: each curve the family declares (+-1 sd), and
-  ``figures/hp_<name>.png``: each traced setting over time;
+  ``figures/hp_<name>.png``: each traced setting over time (its numbers in
+  ``hp_<name>.csv``);
 - ``cells.csv`` (every cell used), ``report.md`` (all tables) and ``index.html``.
 """
 
@@ -210,7 +211,7 @@ def _write(
     notes: list[str],
 ) -> tuple[list[Path], list[tuple[str, str]]]:
     table_dir, figure_dir = out / "tables", out / "figures"
-    for directory, patterns in ((table_dir, ("*.md", "*.csv")), (figure_dir, ("*.png",))):
+    for directory, patterns in ((table_dir, ("*.md", "*.csv")), (figure_dir, ("*.png", "*.csv"))):
         directory.mkdir(parents=True, exist_ok=True)
         for stale in (p for pattern in patterns for p in directory.glob(pattern)):
             stale.unlink()
@@ -269,10 +270,9 @@ def _write(
         if caption:
             drawn.append((f"figures/{path.name}", caption))
     if options.get("hyperparameters", True):
-        smooth = int(options.get("smooth") or 0)
         x_label = next((c.x for c in task.curves.values()), "step")
         for filename, caption in figures.hyperparameter_figures(
-            cells, axes, line_axes, figure_dir, only, smooth, spec.compare, x_label, task.trace
+            cells, axes, line_axes, figure_dir, only, spec.compare, x_label, task.trace
         ):
             drawn.append((f"figures/{filename}", caption))
     files += [out / path for path, _ in drawn]
