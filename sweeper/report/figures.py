@@ -26,7 +26,7 @@ from sweeper.report.load import MARKS  # noqa: E402
 from sweeper.task import Curve, Metric  # noqa: E402
 
 PANEL = (4.2, 3.0)
-MAX_COLUMNS = 4
+MAX_COLUMNS = 3  # 3 panels of 420 px fit a report page (sweeper/report/pagecheck.py)
 WINDOWS = 50
 """Hyperparameter figures pool each line's trace over windows of T/WINDOWS rounds."""
 

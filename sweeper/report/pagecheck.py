@@ -1,10 +1,11 @@
 """Open a report page in headless Chromium as a reader would, and say what is broken.
 
-``python -m sweeper.report.pagecheck docs/results/*/index.html`` renders each page and
-lists the images that did not load and the messages the page wrote to the browser
-console; it exits 1 when any page has one. The report pages are static files, so a
-broken page means a figure the report linked but did not write, or a file moved away
-from its page.
+``python -m sweeper.report.pagecheck docs/results/*/index.html`` renders each page in a
+1440 px wide window and lists the images that did not load, the messages the page wrote
+to the browser console, the figures wider than the page (the browser shrinks them, and
+their text with them) and a page that scrolls sideways; it exits 1 when any page has
+one. The report pages are static files, so a broken page means a figure the report
+linked but did not write, or a file moved away from its page.
 
 Chromium is Debian's package (``apt-get install chromium``); ``$CHROMIUM`` names another
 binary. The page is copied beside itself (so its relative links resolve) with a script
@@ -31,12 +32,16 @@ PROBE = (
     "<script>window.addEventListener('load', () => {"
     "const out = document.createElement('pre');"
     f"out.id = '{PROBE_ID}';"
-    "out.textContent = JSON.stringify([...document.images].map("
-    "i => [i.getAttribute('src'), i.complete && i.naturalWidth > 0]));"
+    "out.textContent = JSON.stringify({images: [...document.images].map("
+    "i => [i.getAttribute('src'), i.complete && i.naturalWidth > 0, i.naturalWidth,"
+    " i.getBoundingClientRect().width]),"
+    " overflow: document.documentElement.scrollWidth > window.innerWidth});"
     "document.body.appendChild(out);});</script>"
 )
 CONSOLE = re.compile(r":CONSOLE[^\]]*\] (.*)")
 TIMEOUT_S = 60
+WINDOW = (1440, 900)
+"""A laptop's browser window: the width a page must fit."""
 
 
 class NoBrowserError(RuntimeError):
@@ -50,6 +55,8 @@ class PageCheck:
     page: Path
     images: list[tuple[str, bool]] = field(default_factory=list)
     console: list[str] = field(default_factory=list)
+    wide: list[str] = field(default_factory=list)  # figures shrunk to fit: wider than the page
+    overflow: bool = False  # the page scrolls sideways
 
     @property
     def broken(self) -> list[str]:
@@ -57,7 +64,7 @@ class PageCheck:
 
     @property
     def ok(self) -> bool:
-        return not self.broken and not self.console
+        return not self.broken and not self.console and not self.wide and not self.overflow
 
 
 def browser() -> str:
@@ -87,6 +94,7 @@ def check_page(page: Path) -> PageCheck:
                     "--no-sandbox",
                     "--disable-gpu",
                     f"--user-data-dir={profile}",
+                    f"--window-size={WINDOW[0]},{WINDOW[1]}",
                     "--enable-logging=stderr",
                     "--v=0",
                     "--virtual-time-budget=5000",
@@ -102,9 +110,11 @@ def check_page(page: Path) -> PageCheck:
     found = re.search(rf'<pre id="{PROBE_ID}">(.*?)</pre>', done.stdout, re.S)
     if not found:
         raise RuntimeError(f"Chromium did not render {page}: {done.stderr[-500:]}")
-    images = [(src, bool(ok)) for src, ok in json.loads(_unescape(found.group(1)))]
+    probe = json.loads(_unescape(found.group(1)))
+    images = [(src, bool(ok)) for src, ok, _, _ in probe["images"]]
+    wide = [src for src, ok, natural, shown in probe["images"] if ok and natural > shown + 1]
     console = [m.group(1) for m in CONSOLE.finditer(done.stderr)]
-    return PageCheck(page, images, console)
+    return PageCheck(page, images, console, wide, bool(probe["overflow"]))
 
 
 MODEL_TRAINING_SIDEBAR = ("Model registry",)
@@ -174,6 +184,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  image did not load: {src}")
         for message in check.console:
             print(f"  console: {message}")
+        for src in check.wide:
+            print(f"  figure wider than the page (shrunk to fit a {WINDOW[0]} px window): {src}")
+        if check.overflow:
+            print(f"  the page is wider than a {WINDOW[0]} px window")
     return 0 if all(c.ok for c in checks) else 1
 
 
