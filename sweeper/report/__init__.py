@@ -13,7 +13,9 @@ writes into DIR (default ``reports/NAME/``):
 - ``figures/<curve>.png``: each curve the family declares (+-1 sd), and
   ``figures/hp_<name>.png``: each traced setting over time (its numbers in
   ``hp_<name>.csv``);
-- ``cells.csv`` (every cell used), ``report.md`` (all tables) and ``index.html``.
+- ``cells.csv`` (every cell used), ``report.md`` (all tables) and ``index.html``;
+- ``sweep/cells.parquet`` and ``sweep/experiment.json``: what the report read, curves
+  downsampled, from which ``--from DIR`` rebuilds it without the store (``publish``).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from typing import Any
 import pandas as pd
 
 from sweeper.grid import CONF_DIR
-from sweeper.report import figures, html, stats, tables
+from sweeper.report import figures, html, publish, stats, tables
 from sweeper.report.axes import Axis, build_axes, restrict
 from sweeper.report.load import Loaded, ReportError, load_experiment
 from sweeper.report.spec import ReportSpec, parse, section_from_file
@@ -125,11 +127,17 @@ def build_report(
     reference: str | None = None,
     conf_dir: Path = CONF_DIR,
     where: Mapping[str, list[str]] | None = None,
+    source: str | Path | None = None,
 ) -> Report:
-    """Read experiment ``name`` from MLflow and write its report into ``out``; ``where``
-    keeps only the cells with the listed values (``{"seed": ["0", "1"]}``)."""
-    uri = resolve_uri(tracking_uri)
-    loaded = load_experiment(name, uri, conf_dir)
+    """Read experiment ``name`` from MLflow (or, with ``source``, from the table a report
+    folder published: ``publish``) and write its report into ``out``; ``where`` keeps only
+    the cells with the listed values (``{"seed": ["0", "1"]}``)."""
+    if source is not None:
+        loaded = publish.read_table(Path(source), conf_dir)
+        name, uri = loaded.name, loaded.uri
+    else:
+        uri = resolve_uri(tracking_uri)
+        loaded = load_experiment(name, uri, conf_dir)
     if where:
         loaded = restrict(loaded, where)
     if not len(loaded.cells):
@@ -307,6 +315,7 @@ def _write(
     index = out / "index.html"
     index.write_text(html.page(title, meta, notes, linked, drawn))
     files += [report_md, index]
+    files += publish.write_table(out, loaded)
     return files, drawn
 
 

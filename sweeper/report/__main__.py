@@ -1,5 +1,5 @@
 """``python -m sweeper.report NAME [--out DIR] [--tracking-uri URI] [--reference VALUE]
-[--where KEY=V1,V2 ...]``."""
+[--where KEY=V1,V2 ...]``, or ``python -m sweeper.report --from DIR`` (a published folder)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,19 @@ def main(argv: list[str] | None = None) -> int:
         description="Tables (Markdown, CSV), figures (PNG) and index.html of an experiment "
         "read back from MLflow.",
     )
-    parser.add_argument("name", help="the experiment (MLflow experiment name), e.g. smoke")
-    parser.add_argument("--out", help="output directory (default: reports/NAME)")
+    parser.add_argument(
+        "name", nargs="?", help="the experiment (MLflow experiment name), e.g. smoke"
+    )
+    parser.add_argument(
+        "--out", help="output directory (default: reports/NAME; with --from, that folder)"
+    )
+    parser.add_argument(
+        "--from",
+        dest="source",
+        metavar="DIR",
+        help="rebuild from the table a report folder published (DIR/sweep/), without the "
+        "MLflow store, e.g. --from docs/results/ablation",
+    )
     parser.add_argument(
         "--tracking-uri",
         help="the MLflow tracking URI (it wins over $MLFLOW_TRACKING_URI; default: that "
@@ -36,6 +47,8 @@ def main(argv: list[str] | None = None) -> int:
         "logged_data.beta0) is one of the values; repeatable (e.g. --where seed=0,1,2)",
     )
     args = parser.parse_args(argv)
+    if not args.name and not args.source:
+        parser.error("give the experiment NAME, or --from DIR (a published report folder)")
     where = {}
     for item in args.where:
         key, sep, values = item.partition("=")
@@ -44,7 +57,12 @@ def main(argv: list[str] | None = None) -> int:
         where[key.strip()] = [v.strip() for v in values.split(",")]
     try:
         report = build_report(
-            args.name, args.out, args.tracking_uri, args.reference, where=where or None
+            args.name or "",
+            args.out or args.source,
+            args.tracking_uri,
+            args.reference,
+            where=where or None,
+            source=args.source,
         )
     except ReportError as err:
         print(f"error: {err}", file=sys.stderr)
