@@ -20,6 +20,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from sweeper.report.axes import NULL, Axis  # noqa: E402
 from sweeper.report.load import MARKS  # noqa: E402
@@ -103,6 +104,8 @@ def _figure(panels: int, rows_hint: int):
         constrained_layout=True,
     )
     flat = list(grid.ravel())
+    for ax in flat:  # round-number ticks that do not run into each other (14000 rounds)
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=5))
     for extra in flat[panels:]:
         extra.set_visible(False)
     return fig, flat[:panels], columns
