@@ -35,8 +35,8 @@ test-slow: $(STAMP)  ## only the slow-marked reproductions
 test-install: $(STAMP)  ## build the wheel, install it (core; orchestrator) in fresh venvs, run it elsewhere
 	$(BIN)/python -m pytest -q -m slow tests/test_install.py $(ARGS)
 
-test-cluster: $(STAMP)  ## a real `ray start` head + worker and `ray job submit`; fake autoscaling (slow)
-	$(BIN)/python -m pytest -q -m slow tests/test_cluster_submit.py tests/test_cluster_autoscale.py $(ARGS)
+test-cluster: $(STAMP)  ## a real `ray start` head + worker and `ray job submit`; fake autoscaling; the printed MLflow UI link in Chromium (slow)
+	$(BIN)/python -m pytest -q -m slow tests/test_cluster_submit.py tests/test_cluster_autoscale.py tests/test_ui_link.py $(ARGS)
 
 test-faults: $(STAMP)  ## kill -9 at 30 moments, double Ctrl-C, two drivers: exactly once (slow)
 	$(BIN)/python -m pytest -q -m slow tests/test_faults_injection.py $(ARGS)
@@ -84,7 +84,7 @@ obd: $(STAMP)  ## Open Bandit Dataset sample (obp wheel on PyPI) into .cache/dat
 	$(BIN)/python -m tasks.opl_hpo.data.obd
 
 check-pages: $(STAMP)  ## render every docs/results page in headless Chromium: no broken image, no console error
-	$(BIN)/python -m pytest -q -m slow tests/test_report_page.py
+	$(BIN)/python -m pytest -q -m slow tests/test_report_page.py tests/test_ui_link.py
 	$(BIN)/python -m sweeper.report.pagecheck docs/results/*/index.html
 
 clean:

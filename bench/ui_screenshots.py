@@ -1,10 +1,11 @@
-"""Screenshots of the MLflow UI as a user compares tuners in it (README, "Reading the
-results in the MLflow UI"): the runs table of ``+exp=smoke``, then the three clicks
-(chart view, Group by, the ``tuner`` tag) that turn it into one bar per tuner.
+"""Screenshots of the MLflow UI as a user compares variants in it (README, "Reading the
+results in the MLflow UI"), each opened from the link a sweep prints (sweeper/ui.py): the
+runs of ``+exp=smoke`` grouped by the ``tuner`` tag and their chart, one bar per tuner; and
+a reduced ``+exp=ablation`` grouped by its own tags ``T1`` and ``k``, one bar per variant.
 
-    .venv/bin/python bench/ui_screenshots.py            # -> docs/ui/*.png (about a minute)
+    .venv/bin/python bench/ui_screenshots.py            # -> docs/ui/*.png (about two minutes)
 
-It runs ``+exp=smoke`` into a temporary sqlite store, starts an ``mlflow server`` on it
+It runs both sweeps into a temporary sqlite store, starts an ``mlflow server`` on it
 (``sweeper.servers``, 127.0.0.1), and drives headless Chromium (Debian's ``chromium``
 package, or ``$CHROMIUM``) through the DevTools protocol: real mouse clicks on the UI's
 own buttons, as a user makes them.
@@ -29,6 +30,7 @@ import aiohttp
 
 from sweeper.report.pagecheck import browser
 from sweeper.servers import free_port, mlflow_server
+from sweeper.ui import experiment_url
 
 ROOT = Path(__file__).resolve().parent.parent
 WINDOW = "1500,900"
@@ -38,7 +40,8 @@ FIND = """(() => {{
     ? [...document.querySelectorAll({text}.slice(4))].map(e => e.closest('label') || e)
     : [...document.querySelectorAll('button, [role=menuitem], span, div, input')]
         .filter(e => said(e).includes({text}));
-  const e = hits.filter(e => e.getBoundingClientRect().width > 0).pop();
+  const shown = hits.filter(e => e.getBoundingClientRect().width > 0);
+  const e = {first} ? shown[0] : shown.pop();
   if (!e) return null;
   const r = e.getBoundingClientRect();
   return [r.x + r.width / 2, r.y + r.height / 2];
@@ -77,12 +80,15 @@ class Page:
         await self.call("Page.navigate", url=url)
         await self.find(ready)
 
-    async def find(self, text: str, timeout_s: float = 90) -> list[float] | None:
+    async def find(
+        self, text: str, timeout_s: float = 90, first: bool = False
+    ) -> list[float] | None:
         """Where the visible element whose whole text, label or placeholder is ``text`` (or
         that the CSS selector ``css:SELECTOR`` selects) is, once it is shown (None after
-        ``timeout_s``: the UI is slow on a loaded machine)."""
+        ``timeout_s``: the UI is slow on a loaded machine): the last such element, or the
+        first (e.g. the tag ``T1`` of Group by's menu, listed before the param ``T1``)."""
         deadline = time.monotonic() + timeout_s
-        script = FIND.format(text=json.dumps(text))
+        script = FIND.format(text=json.dumps(text), first=json.dumps(first))
         while time.monotonic() < deadline:
             found = await self.call("Runtime.evaluate", expression=script, returnByValue=True)
             where = found.get("result", {}).get("value")
@@ -91,9 +97,11 @@ class Page:
             await asyncio.sleep(0.5)
         return None
 
-    async def click(self, text: str, required: bool = True, settle_s: float = 2) -> None:
+    async def click(
+        self, text: str, required: bool = True, settle_s: float = 2, first: bool = False
+    ) -> None:
         """Click the element ``find`` finds, as a mouse would."""
-        where = await self.find(text, 90 if required else 3)
+        where = await self.find(text, 90 if required else 3, first)
         if not where and not required:
             return
         if not where:
@@ -120,7 +128,20 @@ class Page:
         print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
 
 
-async def drive(ui: str, experiment_id: str, out: Path, profile: str) -> None:
+SCENARIOS = {
+    # experiment: (the filter, the tags to group by, the screenshots' names)
+    "smoke": ("tags.algorithm = 'linucb'", ["tuner"], ("runs_by_tuner", "compare_tuners")),
+    "ablation": ("tags.algorithm = 'linucb'", ["T1", "k"],
+                 ("ablation_runs_by_t1_k", "ablation_compare_variants")),
+}  # fmt: skip
+SWEEPS = {
+    "smoke": ["+exp=smoke"],
+    "ablation": ["+exp=ablation", "algorithm=linucb", "dataset=simulation", "seeds=3",
+                 "horizon=2000"],
+}  # fmt: skip
+
+
+async def drive(ui: str, experiments: dict[str, str], out: Path, profile: str) -> None:
     port = free_port()
     chromium = subprocess.Popen(
         [browser(), "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}",
@@ -135,19 +156,24 @@ async def drive(ui: str, experiment_id: str, out: Path, profile: str) -> None:
         async with aiohttp.ClientSession() as session:
             async with session.ws_connect(target, max_msg_size=0) as socket_:
                 page = Page(socket_)
-                # the filter as the UI keeps it in its address (typed, it is the same)
-                where = urllib.parse.quote("tags.algorithm = 'linucb'")
-                await page.open(
-                    f"{ui}/#/experiments/{experiment_id}/runs?searchFilter={where}", "Group by"
-                )
-                await page.click("Close", required=False)  # MLflow's assistant panel
-                await page.click("Group by")  # 1
-                await page.click("tuner")  # 2
-                await page.screenshot(out / "runs_by_tuner.png")
-                await page.click("css:input[value=CHART]")  # 3
-                await page.click("Search metric charts")
-                await page.type("final_regret", settle_s=5)
-                await page.screenshot(out / "compare_tuners.png")
+                for name, experiment_id in experiments.items():
+                    where, tags, (runs_png, chart_png) = SCENARIOS[name]
+                    # the printed link, with the filter as the UI keeps it in its address
+                    filtered = f"&searchFilter={urllib.parse.quote(where)}"
+                    await page.open(experiment_url(ui, experiment_id) + filtered, "Group by")
+                    await page.click("Close", required=False)  # MLflow's assistant panel
+                    await page.click("Group by")  # 1
+                    for i, tag in enumerate(tags):  # 2: the tags come first in its menu
+                        if i:  # the menu closes on a choice: open it again
+                            await page.click(f"Group by: {tags[0]}")
+                        await page.click(tag, first=True)
+                    await page.call("Input.dispatchKeyEvent", type="keyDown", key="Escape")
+                    await asyncio.sleep(1)
+                    await page.screenshot(out / f"{runs_png}.png")
+                    await page.click("css:input[value=CHART]")  # 3
+                    await page.click("Search metric charts")
+                    await page.type("final_regret", settle_s=5)
+                    await page.screenshot(out / f"{chart_png}.png")
     finally:
         chromium.terminate()
         chromium.wait(timeout=30)
@@ -156,21 +182,25 @@ async def drive(ui: str, experiment_id: str, out: Path, profile: str) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "ui")
+    parser.add_argument("--only", choices=sorted(SCENARIOS), action="append")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     python = sys.executable
+    names = args.only or list(SCENARIOS)
     with tempfile.TemporaryDirectory() as tmp:
         store = f"sqlite:///{tmp}/mlflow.db"
-        subprocess.run(
-            [python, "-m", "sweeper", "+exp=smoke", f"tracking.uri={store}",
-             f"hydra.run.dir={tmp}/hydra"],
-            check=True, cwd=tmp, stdout=subprocess.DEVNULL,
-        )  # fmt: skip
+        for name in names:
+            subprocess.run(
+                [python, "-m", "sweeper", *SWEEPS[name], f"tracking.uri={store}",
+                 f"hydra.run.dir={tmp}/hydra-{name}"],
+                check=True, cwd=tmp, stdout=subprocess.DEVNULL,
+            )  # fmt: skip
         with mlflow_server(store, Path(tmp) / "artifacts", workers=1) as url:
             from mlflow import MlflowClient
 
-            experiment = MlflowClient(url).get_experiment_by_name("smoke").experiment_id
-            asyncio.run(drive(url, experiment, args.out, f"{tmp}/chromium"))
+            client = MlflowClient(url)
+            ids = {n: client.get_experiment_by_name(n).experiment_id for n in names}
+            asyncio.run(drive(url, ids, args.out, f"{tmp}/chromium"))
     return 0
 
 

@@ -93,8 +93,10 @@ class Cell:
     """What one Ray task runs: ``function`` (a dotted path) applied to ``config``.
 
     ``groups`` (the family's ``task.groups``) name and tag the run; ``varying`` lists the
-    other settings (dotted keys) that differ between the cells of its sweep, so that the
-    run name tells every cell of the sweep apart (``linucb/cdt/simulation/k=1/seed0``).
+    other settings (dotted keys, :class:`AxisKey` when the experiment names them) that
+    differ between the cells of its sweep. Each is a short tag of the run (``T1``, ``k``:
+    MLflow's Group by offers tags) and leads its name, so that the runs table shows what
+    the sweep compares before it cuts the name (``T1=0/k=1/linucb/cdt/simulation/seed0``).
     """
 
     config: dict[str, Any]
@@ -119,14 +121,24 @@ class Cell:
         for group in self.groups:
             spec = self.config.get(group)
             tags[group] = str(spec.get("name", "")) if isinstance(spec, Mapping) else ABSENT
+        for name, text in self._varied:
+            if name not in tags:
+                tags[name] = text
         return tags
+
+    @cached_property
+    def _varied(self) -> list[tuple[str, str]]:
+        """(short name, value text) of each varying setting the cell has."""
+        axes = [k if isinstance(k, AxisKey) else AxisKey(k) for k in self.varying]
+        values = [(a, select(self.config, a)) for a in axes]
+        return [(a.tag, a.text(value)) for a, value in values if value is not None]
 
     @cached_property
     def setting(self) -> str:
         """The run name without the seed: what the cells of one row of a summary share."""
-        parts = [self.tags[g] for g in self.groups if self.tags[g] not in ("", ABSENT)]
-        values = [(k.rsplit(".", 1)[-1], select(self.config, k)) for k in self.varying]
-        parts += [f"{name}={short(value)}" for name, value in values if value is not None]
+        parts = [f"{name}={text}" for name, text in self._varied]
+        groups = (self.tags[g] for g in self.groups)
+        parts += [g for g in groups if g not in ("", ABSENT)]
         return "/".join(parts)
 
     @property
@@ -134,13 +146,47 @@ class Cell:
         return "/".join(p for p in (self.setting, f"seed{self.tags['seed']}") if p)
 
 
+LONG_VALUE = 24
+"""A value whose text is longer (e.g. a list of 50 candidates) is tagged by its length."""
+
+
+class AxisKey(str):
+    """A dotted config key a sweep varies (it is that string), with the short name its
+    runs are tagged by and its value labels: the experiment's ``report.axes`` entry
+    (``tuner.warmup_multiplier: {name: T1, labels: {"0": 0.0, ...}}``), else the key's
+    last part and the values' own text."""
+
+    tag: str
+    labels: dict[str, Any]
+
+    def __new__(cls, key: str, name: str | None = None, labels: Mapping[str, Any] | None = None):
+        self = super().__new__(cls, key)
+        self.tag = str(name or key.rsplit(".", 1)[-1])
+        self.labels = dict(labels or {})
+        return self
+
+    def text(self, value: Any) -> str:
+        """The value's label, else its compact text; a long list by its length."""
+        wanted = canonical_json({"v": value})
+        for label, labelled in self.labels.items():
+            if canonical_json({"v": labelled}) == wanted:
+                return str(label)
+        text = short(value)
+        if len(text) > LONG_VALUE and isinstance(value, list | tuple):
+            return f"{len(value)} values"
+        return text
+
+
 class Variation:
     """Which of ``candidates`` (dotted keys) take more than one value over the configs
-    :meth:`add` was given (the seed aside): what a run name must show to tell cells apart."""
+    :meth:`add` was given (the seed aside): what a run name must show to tell cells apart.
+    ``names`` is the experiment's ``report.axes`` section, whose ``name`` and ``labels``
+    the varying keys take (:class:`AxisKey`)."""
 
-    def __init__(self, candidates: Sequence[str]) -> None:
+    def __init__(self, candidates: Sequence[str], names: Mapping[str, Any] | None = None) -> None:
         self._seen: dict[str, set[str]] = {k: set() for k in dict.fromkeys(candidates)}
         self._seen.pop("seed", None)
+        self._names = {str(k): v for k, v in (names or {}).items() if isinstance(v, Mapping)}
 
     def add(self, config: Mapping[str, Any]) -> None:
         for key, seen in self._seen.items():
@@ -148,5 +194,6 @@ class Variation:
                 seen.add(canonical_json({"v": select(config, key)}))
 
     @property
-    def varying(self) -> tuple[str, ...]:
-        return tuple(k for k, seen in self._seen.items() if len(seen) > 1)
+    def varying(self) -> tuple[AxisKey, ...]:
+        named = [(k, self._names.get(k, {})) for k, seen in self._seen.items() if len(seen) > 1]
+        return tuple(AxisKey(k, n.get("name"), n.get("labels")) for k, n in named)

@@ -41,20 +41,11 @@ def dry_run(cfg: DictConfig, cells: Grid, out: TextIO) -> None:
 def _by_axis(cells: Grid) -> str:
     """``algorithm 2 x tuner 3 x seed 3`` (distinct values per axis, in the grid)."""
     counts: dict[str, set[str]] = defaultdict(set)
-    for cell in cells:
+    for cell in cells:  # a cell's tags: seed, groups and each axis the sweep varies
         for key, value in cell.tags.items():
             if key != "cell_key":
                 counts[key].add(value)
-        for key in cell.varying:
-            counts[key].add(repr(_select(cell.config, key)))
     return " x ".join(f"{k} {len(v)}" for k, v in counts.items() if len(v) > 1) or "one setting"
-
-
-def _select(config: dict[str, Any], key: str) -> Any:
-    node: Any = config
-    for part in key.split("."):
-        node = node.get(part) if isinstance(node, dict) else None
-    return node
 
 
 def _finished_runs(uri: str, experiment: str) -> dict[str, Any]:

@@ -96,7 +96,8 @@ def expand(
     configs = configs or ConfigSearch.current()
     blocks, value_keys = _compose_blocks(cfg, compose, cli_overrides, configs)
     positions: dict[str, int] = {}  # cell key -> its first position in the blocks' products
-    variation = Variation(value_keys)
+    names = OmegaConf.select(cfg, "report.axes")  # the axes' short names for the run tags
+    variation = Variation(value_keys, OmegaConf.to_container(names) if names else None)
     position = 0
     for block in blocks:
         for index in range(block.size):

@@ -55,6 +55,7 @@ from sweeper.tracking import (
     check_store,
     resolve_uri,
 )
+from sweeper.ui import browse_hint
 
 T = TypeVar("T")
 MAX_LISTED_FAILURES = 20
@@ -91,6 +92,7 @@ class SweepResult:
     resume_command: str = ""
     task: Task = GENERIC
     settings: dict[str, str] = field(default_factory=dict)  # cell key -> its run name sans seed
+    experiment_id: str = ""
 
     store_error: str = ""  # the MLflow store failed mid-sweep: why
     lost: bool = False  # another driver took the experiment over (store_error says so)
@@ -259,6 +261,7 @@ def _sweep(
         carried_over=carried,
         task=task,
         settings={c.key: c.setting for c in cells},
+        experiment_id=tracker.experiment_id,
     )
     result.resume_s = resume_s
     print(f"sweep '{name}': results go to {settings.redact(tracker.uri)}", file=out)
@@ -589,12 +592,6 @@ def _first_line(text: str) -> str:
     return line if len(line) <= 300 else line[:297] + "..."
 
 
-def _browse(uri: str) -> str:
-    if uri.split(":", 1)[0] in ("http", "https"):
-        return f"open {uri} in a browser"
-    return f"mlflow ui --backend-store-uri {uri}"
-
-
 def _details(result: SweepResult) -> dict[str, Any]:
     return {
         "experiment": result.experiment,
@@ -634,7 +631,7 @@ def print_summary(result: SweepResult, out: TextIO = sys.stdout) -> None:
         f"cells in {format_duration(result.wall_s)} ({result.wall_s:.1f}s; "
         f"{result.cells_per_s:.2f} cells/s). Runs are in MLflow experiment "
         f"'{result.experiment}' at {result.tracking_uri}\n"
-        f"  browse them: {_browse(result.tracking_uri)}",
+        f"  browse them: {browse_hint(result.tracking_uri, result.experiment_id)}",
         file=out,
     )
     if result.lost:

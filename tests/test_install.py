@@ -9,7 +9,7 @@ the research code and 4.5 for the tool on this loaded machine, hence slow-marked
   the wheel), ``python -m sweeper -m`` runs a multirun as one sweep (the Hydra launcher
   plugin ships in the wheel), a user's own experiment is added with ``--config-dir``, and
   ``sweeper-report`` draws the report;
-* the research code alone (``--no-deps`` and its six packages): ``tasks`` imports without
+* the research code alone (``--no-deps`` and its seven packages): ``tasks`` imports without
   Ray, MLflow or Hydra, and the console scripts say in one paragraph what to install
   (exit status 2), not an ``ImportError`` traceback.
 """
@@ -49,7 +49,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
-RESEARCH = ["numpy", "scipy", "pandas", "threadpoolctl", "scikit-learn", "optuna"]
+RESEARCH = ["numpy", "scipy", "pandas", "threadpoolctl", "scikit-learn", "optuna", "numba"]
 """What the research code (``tasks``) imports (pyproject.toml, "Installing" in the README)."""
 
 

@@ -122,7 +122,7 @@ def test_figures_mark_change_points_and_draw_the_hyperparameter(tmp_path):
     )
     assert caption is not None and "each change point" in caption
     assert (tmp_path / "regret.png").read_bytes()[:4] == b"\x89PNG"
-    written = hyperparameter_figures(cells, axes, tuner, tmp_path, smooth=5)
+    written = hyperparameter_figures(cells, axes, tuner, tmp_path)
     assert [name for name, _ in written] == ["hp_x.png"]
     assert (tmp_path / "hp_x.png").stat().st_size > 1000
 
@@ -169,3 +169,30 @@ def test_a_metric_against_an_axis_draws_one_point_per_value(tmp_path):
     caption = against_figure(cells, axes, x_axis, tuner, tmp_path / "a.png", metric)
     assert caption is not None and "against tuner.expected_changes" in caption
     assert (tmp_path / "a.png").stat().st_size > 1000
+
+
+def test_a_hyperparameter_figure_shows_where_a_tuner_spends_its_rounds(tmp_path):
+    """A tuner at 2.5 for the first half of T = 14,000 and at 0.1 after it, on the table's
+    500-point grid; another whose draw jumps between 0.1 and 5 every round."""
+    steps = np.linspace(28, 14000, 500)
+    rows = []
+    for seed in range(3):
+        settles = _cell("op", seed, 1.0, horizon=14000)
+        settles.update(curve_step=steps, hp_x=np.where(steps <= 7000, 2.5, 0.1))
+        jumps = _cell("tl", seed, 1.0, horizon=14000)
+        jumps.update(curve_step=steps, hp_x=np.where(np.arange(500) % 2 == seed % 2, 0.1, 5.0))
+        rows += [settles, jumps]
+    cells, axes = build_axes(_loaded(rows, {"tuner": ["op", "tl"]}), parse({}, task=BANDIT))
+    tuner = [a for a in axes if a.key == "tuner"]
+    assert hyperparameter_figures(cells, axes, tuner, tmp_path)[0][0] == "hp_x.png"
+    plotted = pd.read_csv(tmp_path / "hp_x.csv")
+    settles = plotted[plotted["line"] == "op"]
+    assert 40 <= len(settles) <= 50  # windows of T/50 rounds, none empty here
+    assert (settles["end"] - settles["start"]).round(6).eq(280).all()
+    first, second = settles[settles["end"] <= 7000], settles[settles["start"] >= 7000]
+    assert len(first) + len(second) == len(settles)  # no window straddles the switch
+    assert (first["median"] == 2.5).all() and (second["median"] == 0.1).all()
+    assert (settles["q75"] - settles["q25"]).eq(0).all()
+    jumps = plotted[plotted["line"] == "tl"]
+    assert len(jumps) <= 50
+    assert (jumps["q25"] == 0.1).all() and (jumps["q75"] == 5.0).all()

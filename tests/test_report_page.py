@@ -1,7 +1,7 @@
 """A report page as a reader opens it: rendered in headless Chromium (slow: a browser per
 page). Needs Debian's ``chromium`` package (or ``$CHROMIUM``); without it the test fails
 and says how to install it. ``make check-pages`` runs this and checks every page of
-docs/results/."""
+docs/results/: no broken image, no console error, no figure wider than the page."""
 
 from __future__ import annotations
 
@@ -38,3 +38,24 @@ def test_a_missing_figure_and_a_console_error_are_reported(tmp_path):
     assert any("bad table" in message for message in check.console)
     assert not check.ok
     assert [p.name for p in tmp_path.iterdir()] == ["index.html"]  # its probe copy is gone
+
+
+def test_a_figure_wider_than_the_page_is_reported(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    for name, inches in (("wide.png", 30), ("fits.png", 8)):
+        fig = plt.figure(figsize=(inches, 2))
+        fig.savefig(tmp_path / name, dpi=100)
+        plt.close(fig)
+    (tmp_path / "index.html").write_text(
+        "<html><head><style>img { max-width: 100%; }</style></head><body>"
+        '<img src="wide.png"><img src="fits.png"></body></html>'
+    )
+    check = check_page(tmp_path / "index.html")
+    assert check.wide == ["wide.png"] and not check.broken and not check.overflow
+    assert not check.ok
+    (tmp_path / "index.html").write_text('<html><body><img src="wide.png"></body></html>')
+    assert check_page(tmp_path / "index.html").overflow  # no max-width: it scrolls sideways

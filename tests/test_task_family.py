@@ -81,7 +81,7 @@ def test_run_names_tell_apart_every_setting_the_sweep_varies(composer):
     cells = expand(composer(overrides), composer, overrides)
     labels = [c.label for c in cells]
     assert len(set(labels)) == len(cells) == 4
-    assert "linucb/cdt/simulation/warmup_multiplier=0/restart_multiplier=1/seed0" in labels
+    assert "T1=0/k=1/linucb/cdt/simulation/seed0" in labels
 
 
 def test_a_bad_task_block_says_what_is_wrong():

@@ -11,8 +11,11 @@ writes into DIR (default ``reports/NAME/``):
   task); ``paired`` (differences against a reference value of the family's compare axis
   on matched seeds) and ``failed`` (every FAILED cell with its error);
 - ``figures/<curve>.png``: each curve the family declares (+-1 sd), and
-  ``figures/hp_<name>.png``: each traced setting over time;
-- ``cells.csv`` (every cell used), ``report.md`` (all tables) and ``index.html``.
+  ``figures/hp_<name>.png``: each traced setting over time (its numbers in
+  ``hp_<name>.csv``);
+- ``cells.csv`` (every cell used), ``report.md`` (all tables) and ``index.html``;
+- ``sweep/cells.parquet`` and ``sweep/experiment.json``: what the report read, curves
+  downsampled, from which ``--from DIR`` rebuilds it without the store (``publish``).
 """
 
 from __future__ import annotations
@@ -28,11 +31,12 @@ from typing import Any
 import pandas as pd
 
 from sweeper.configs import ConfigSearch
-from sweeper.report import figures, html, stats, tables
+from sweeper.report import figures, html, publish, stats, tables
 from sweeper.report.axes import Axis, build_axes, restrict
 from sweeper.report.load import Loaded, ReportError, load_experiment
 from sweeper.report.spec import ReportSpec, parse, section_from_file
 from sweeper.tracking import resolve_uri
+from sweeper.ui import browse_hint
 
 __all__ = ["Report", "ReportError", "build_report"]
 
@@ -123,13 +127,19 @@ def build_report(
     reference: str | None = None,
     configs: ConfigSearch | None = None,
     where: Mapping[str, list[str]] | None = None,
+    source: str | Path | None = None,
 ) -> Report:
-    """Read experiment ``name`` from MLflow and write its report into ``out``; ``where``
-    keeps only the cells with the listed values (``{"seed": ["0", "1"]}``); ``configs`` is
-    the config search path (the shipped configs, plus ``--config-dir`` directories)."""
-    uri = resolve_uri(tracking_uri)
+    """Read experiment ``name`` from MLflow (or, with ``source``, from the table a report
+    folder published: ``publish``) and write its report into ``out``; ``where`` keeps only
+    the cells with the listed values (``{"seed": ["0", "1"]}``); ``configs`` is the config
+    search path (the shipped configs, plus ``--config-dir`` directories)."""
     configs = configs or ConfigSearch.with_dirs()
-    loaded = load_experiment(name, uri, configs)
+    if source is not None:
+        loaded = publish.read_table(Path(source), configs)
+        name, uri = loaded.name, loaded.uri
+    else:
+        uri = resolve_uri(tracking_uri)
+        loaded = load_experiment(name, uri, configs)
     if where:
         loaded = restrict(loaded, where)
     if not len(loaded.cells):
@@ -211,7 +221,7 @@ def _write(
     notes: list[str],
 ) -> tuple[list[Path], list[tuple[str, str]]]:
     table_dir, figure_dir = out / "tables", out / "figures"
-    for directory, patterns in ((table_dir, ("*.md", "*.csv")), (figure_dir, ("*.png",))):
+    for directory, patterns in ((table_dir, ("*.md", "*.csv")), (figure_dir, ("*.png", "*.csv"))):
         directory.mkdir(parents=True, exist_ok=True)
         for stale in (p for pattern in patterns for p in directory.glob(pattern)):
             stale.unlink()
@@ -270,10 +280,9 @@ def _write(
         if caption:
             drawn.append((f"figures/{path.name}", caption))
     if options.get("hyperparameters", True):
-        smooth = int(options.get("smooth") or 0)
         x_label = next((c.x for c in task.curves.values()), "step")
         for filename, caption in figures.hyperparameter_figures(
-            cells, axes, line_axes, figure_dir, only, smooth, spec.compare, x_label, task.trace
+            cells, axes, line_axes, figure_dir, only, spec.compare, x_label, task.trace
         ):
             drawn.append((f"figures/{filename}", caption))
     files += [out / path for path, _ in drawn]
@@ -287,6 +296,9 @@ def _write(
         f"{loaded.sweeps} sweep(s), {finished} FINISHED, {failed} FAILED"
         + (f", {len(loaded.unfinished)} unfinished" if loaded.unfinished else "")
         + f". Seeds: {_seeds(cells)}.",
+        f"Browse its runs: {browse_hint(loaded.uri, loaded.experiment_id)}"
+        if loaded.experiment_id
+        else "",
         f"Generated {_dt.datetime.now().isoformat(timespec='seconds')} by "
         f"python -m sweeper.report {loaded.name}.",
     ]
@@ -305,6 +317,7 @@ def _write(
     index = out / "index.html"
     index.write_text(html.page(title, meta, notes, linked, drawn))
     files += [report_md, index]
+    files += publish.write_table(out, loaded)
     return files, drawn
 
 

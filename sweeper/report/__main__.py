@@ -1,5 +1,6 @@
 """``python -m sweeper.report NAME [--out DIR] [--tracking-uri URI] [--reference VALUE]
-[--where KEY=V1,V2 ...] [--config-dir DIR]``."""
+[--where KEY=V1,V2 ...] [--config-dir DIR]``, or ``python -m sweeper.report --from DIR``
+(a published folder)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,19 @@ def main(argv: list[str] | None = None) -> int:
         description="Tables (Markdown, CSV), figures (PNG) and index.html of an experiment "
         "read back from MLflow.",
     )
-    parser.add_argument("name", help="the experiment (MLflow experiment name), e.g. smoke")
-    parser.add_argument("--out", help="output directory (default: reports/NAME)")
+    parser.add_argument(
+        "name", nargs="?", help="the experiment (MLflow experiment name), e.g. smoke"
+    )
+    parser.add_argument(
+        "--out", help="output directory (default: reports/NAME; with --from, that folder)"
+    )
+    parser.add_argument(
+        "--from",
+        dest="source",
+        metavar="DIR",
+        help="rebuild from the table a report folder published (DIR/sweep/), without the "
+        "MLflow store, e.g. --from docs/results/ablation",
+    )
     parser.add_argument(
         "--tracking-uri",
         help="the MLflow tracking URI (it wins over $MLFLOW_TRACKING_URI; default: that "
@@ -50,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     for directory in args.config_dir:
         if not Path(directory).expanduser().is_dir():
             parser.error(f"--config-dir {directory}: no such directory")
+    if not args.name and not args.source:
+        parser.error("give the experiment NAME, or --from DIR (a published report folder)")
     where = {}
     for item in args.where:
         key, sep, values = item.partition("=")
@@ -58,12 +72,13 @@ def main(argv: list[str] | None = None) -> int:
         where[key.strip()] = [v.strip() for v in values.split(",")]
     try:
         report = build_report(
-            args.name,
-            args.out,
+            args.name or "",
+            args.out or args.source,
             args.tracking_uri,
             args.reference,
             configs=ConfigSearch.with_dirs(args.config_dir),
             where=where or None,
+            source=args.source,
         )
     except ReportError as err:
         print(f"error: {err}", file=sys.stderr)

@@ -3,13 +3,13 @@ tables: each curve the family declares (e.g. cumulative regret), mean with a +-1
 deviation band per value of the line axes, one panel per combination of the other shown
 axes (e.g. 003 Figure 2's algorithm x dataset grid), with marked steps (e.g. a switching
 environment's change points) when the cells recorded them; and each traced setting (e.g.
-the hyperparameter a tuner chose) over time, median and interquartile band across seeds.
+the hyperparameter a tuner chose) over time, median and interquartile band per window of
+T/50 rounds. Legends are titled by the axes their entries are values of.
 """
 
 from __future__ import annotations
 
 import itertools
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,13 +20,16 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from sweeper.report.axes import NULL, Axis  # noqa: E402
 from sweeper.report.load import MARKS  # noqa: E402
 from sweeper.task import Curve, Metric  # noqa: E402
 
 PANEL = (4.2, 3.0)
-MAX_COLUMNS = 4
+MAX_COLUMNS = 3  # 3 panels of 420 px fit a report page (sweeper/report/pagecheck.py)
+WINDOWS = 50
+"""Hyperparameter figures pool each line's trace over windows of T/WINDOWS rounds."""
 
 
 def _layout(cells: pd.DataFrame, axes: Sequence[Axis], line_axes: Sequence[Axis]):
@@ -101,6 +104,8 @@ def _figure(panels: int, rows_hint: int):
         constrained_layout=True,
     )
     flat = list(grid.ravel())
+    for ax in flat:  # round-number ticks that do not run into each other (14000 rounds)
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=5))
     for extra in flat[panels:]:
         extra.set_visible(False)
     return fig, flat[:panels], columns
@@ -121,7 +126,12 @@ def _select(cells: pd.DataFrame, axes: Sequence[Axis], combo: Sequence[str]) -> 
     return cells[mask]
 
 
-def _legend(fig, ax_list, columns: int) -> None:
+def _legend_title(line_axes: Sequence[Axis]) -> str:
+    """What the legend's entries are values of: "T1 / k" for lines labelled "0 / 3"."""
+    return " / ".join(a.name for a in line_axes)
+
+
+def _legend(fig, ax_list, columns: int, title: str = "") -> None:
     handles, labels = {}, []
     for ax in ax_list:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
@@ -135,6 +145,7 @@ def _legend(fig, ax_list, columns: int) -> None:
             loc="outside lower center",
             ncol=min(len(labels), 2 * columns),
             frameon=False,
+            title=title or None,
         )
 
 
@@ -184,7 +195,7 @@ def curves_figure(
         ax.grid(alpha=0.3)
     if title:
         fig.suptitle(title)
-    _legend(fig, ax_list, columns)
+    _legend(fig, ax_list, columns, _legend_title(line_axes))
     fig.savefig(path, dpi=100)
     plt.close(fig)
     per = " and ".join(a.header.lower() for a in panel_axes) or "experiment"
@@ -209,16 +220,15 @@ def hyperparameter_figures(
     line_axes: Sequence[Axis],
     directory: Path,
     only: Sequence[Any] | None = None,
-    smooth: int = 0,
     compare: str | None = None,
     x_label: str = "step",
     traced: str = "setting",
 ) -> list[tuple[str, str]]:
     """One figure per traced setting (``hp_<name>`` columns; ``traced`` says what they
-    are, e.g. the hyperparameter a tuner chose): median and interquartile band across seeds.
-
-    ``smooth`` > 1 first averages each seed's trace over that many consecutive points (a
-    setting sampled anew every step, like TL's EXP3 draw, otherwise draws noise).
+    are, e.g. the hyperparameter a tuner chose): per line, the median over windows of T/50
+    rounds with the interquartile band, pooling seeds and the window's rounds
+    (:func:`windowed_quantiles`), on a log scale when the values span a decade or more.
+    Beside each figure, ``hp_<name>.csv`` holds the plotted numbers.
     """
     finished = cells[cells["status"] == "FINISHED"]
     written = []
@@ -232,48 +242,87 @@ def hyperparameter_figures(
         colors = _colors([label for _, label in lines])
         rows_hint = len(panel_axes[0].values) if len(panel_axes) > 1 else 1
         fig, ax_list, columns = _figure(len(panels), rows_hint)
-        drawn = False
+        plotted = []
         for ax, combo in zip(ax_list, panels, strict=True):
             frame = _select(with_trace, panel_axes, combo)
+            title = _panel_title(panel_axes, combo)
             for line, label in lines:
                 stacked = _stack(_select(frame, line_axes, line), column)
-                if stacked is None or np.all(np.isnan(stacked[1])):
+                if stacked is None:
                     continue
-                steps, values = stacked
-                if smooth > 1:
-                    values = (
-                        (pd.DataFrame(values.T).rolling(smooth, min_periods=1, center=True).mean())
-                        .to_numpy()
-                        .T
-                    )
-                with warnings.catch_warnings():  # steps without a value in any seed
-                    warnings.simplefilter("ignore", RuntimeWarning)
-                    low, median, high = np.nanpercentile(values, [25, 50, 75], axis=0)
-                ax.plot(steps, median, color=colors[label], label=label, lw=1.4)
-                ax.fill_between(steps, low, high, color=colors[label], alpha=0.18, lw=0)
-                drawn = True
-            ax.set_title(_panel_title(panel_axes, combo), fontsize=10)
+                windows = windowed_quantiles(*stacked)
+                if not len(windows):
+                    continue
+                middle = (windows["start"] + windows["end"]) / 2
+                ax.plot(middle, windows["median"], color=colors[label], label=label, lw=1.4)
+                ax.fill_between(middle, windows["q25"], windows["q75"], color=colors[label],
+                                alpha=0.2, lw=0)  # fmt: skip
+                plotted.append(windows.assign(panel=title, line=label))
+            ax.set_title(title, fontsize=10)
             ax.set_xlabel(x_label)
             ax.set_ylabel(name)
             ax.grid(alpha=0.3)
-        fig.suptitle(f"{name}: median and interquartile band over seeds", fontsize=10)
-        _legend(fig, ax_list, columns)
-        filename = f"hp_{name}.png"
-        if drawn:
-            fig.savefig(directory / filename, dpi=100)
-            smoothed = (
-                f", each seed's trace averaged over {smooth} points first" if smooth > 1 else ""
+        if plotted:
+            data = pd.concat(plotted, ignore_index=True)
+            low, high = data["q25"].min(), data["q75"].max()
+            if low > 0 and high / low >= 10:
+                for ax in ax_list:
+                    ax.set_yscale("log")
+            fig.suptitle(
+                f"{name}: median over windows of T/{WINDOWS} rounds, interquartile band",
+                fontsize=10,
+            )
+            _legend(fig, ax_list, columns, _legend_title(line_axes))
+            fig.savefig(directory / f"hp_{name}.png", dpi=100)
+            data[["panel", "line", "start", "end", "q25", "median", "q75", "n"]].to_csv(
+                directory / f"hp_{name}.csv", index=False
             )
             written.append(
                 (
-                    filename,
-                    f"The {traced} {name} over time: median across seeds with the "
-                    f"interquartile band{smoothed} (steps where no seed records one, e.g. "
-                    "a warm-up, are blank).",
+                    f"hp_{name}.png",
+                    f"The {traced} {name} a line spends its rounds at: the median over "
+                    f"windows of T/{WINDOWS} rounds, pooling seeds and the window's rounds, "
+                    "with the interquartile band (windows where no seed records one, e.g. "
+                    f"a warm-up, are blank; numbers in hp_{name}.csv).",
                 )
             )
         plt.close(fig)
     return written
+
+
+def windowed_quantiles(
+    steps: np.ndarray, values: np.ndarray, windows: int = WINDOWS
+) -> pd.DataFrame:
+    """The 25th, 50th and 75th percentiles of a setting per window of rounds, pooling seeds
+    and the rounds of the window: where a tuner spends its rounds, without drawing the
+    per-round value (a proposal that jumps between two values draws a solid band).
+
+    Parameters
+    ----------
+    steps : ndarray, shape (n_points,)
+        The rounds the trace was sampled at (increasing; the last is the horizon T).
+    values : ndarray, shape (n_seeds, n_points)
+        The setting of each seed at those rounds; NaN where a seed records none (a warm-up).
+    windows : int
+        How many windows of equal length split [0, T]: each holds T / ``windows`` rounds.
+
+    Returns
+    -------
+    DataFrame with one row per window that holds a value: ``start``, ``end`` (rounds,
+    start excluded), ``q25``, ``median``, ``q75`` and ``n`` (the values pooled).
+    """
+    steps = np.asarray(steps, dtype=float)
+    values = np.atleast_2d(np.asarray(values, dtype=float))
+    edges = np.linspace(min(0.0, steps[0]), steps[-1], windows + 1)
+    which = np.clip(np.searchsorted(edges, steps, side="left") - 1, 0, windows - 1)
+    rows = []
+    for window in np.unique(which):
+        pooled = values[:, which == window].ravel()
+        pooled = pooled[np.isfinite(pooled)]
+        if len(pooled):
+            low, median, high = np.percentile(pooled, [25, 50, 75])
+            rows.append((edges[window], edges[window + 1], low, median, high, len(pooled)))
+    return pd.DataFrame(rows, columns=["start", "end", "q25", "median", "q75", "n"])
 
 
 def distribution_figure(
@@ -319,7 +368,7 @@ def distribution_figure(
         ax.set_xlabel(metric.title)
         ax.set_ylabel("density")
         ax.grid(alpha=0.3)
-    _legend(fig, ax_list, columns)
+    _legend(fig, ax_list, columns, _legend_title(line_axes))
     fig.savefig(path, dpi=100)
     plt.close(fig)
     lines_by = " and ".join(a.header.lower() for a in line_axes) or "cell"
@@ -384,7 +433,7 @@ def against_figure(
         ax.set_xlabel(x_axis.name)
         ax.set_ylabel(metric.title)
         ax.grid(alpha=0.3)
-    _legend(fig, ax_list, columns)
+    _legend(fig, ax_list, columns, _legend_title(line_axes))
     fig.savefig(path, dpi=100)
     plt.close(fig)
     lines_by = " and ".join(a.header.lower() for a in line_axes) or "cell"

@@ -3,6 +3,7 @@ the tables and figures and opens from disk without a server."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from html import escape
 
@@ -53,6 +54,11 @@ def table_html(table: Table, files: Sequence[str] = ()) -> str:
     return "\n".join(parts)
 
 
+def _linked(text: str) -> str:
+    """``text`` escaped, its http(s) addresses made links (e.g. the MLflow UI's runs)."""
+    return re.sub(r"(https?://[^\s,]+)", r'<a href="\1">\1</a>', escape(text))
+
+
 def page(
     title: str,
     meta: Sequence[str],
@@ -65,7 +71,7 @@ def page(
     if figures:
         toc.append('<a href="#figures">Figures</a>')
     body = [f"<h1>{escape(title)}</h1>"]
-    body += [f'<p class="meta">{escape(line)}</p>' for line in meta]
+    body += [f'<p class="meta">{_linked(line)}</p>' for line in meta]
     body.append(f"<p>{' · '.join(toc)}</p>")
     body += [f'<p class="note">{escape(note)}</p>' for note in notes]
     body += [table_html(table, files) for table, files in tables]

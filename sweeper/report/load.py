@@ -66,6 +66,7 @@ class Loaded:
     description: str = ""
     unfinished: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    experiment_id: str = ""
 
 
 def client_for(uri: str) -> MlflowClient:
@@ -218,6 +219,7 @@ def load_experiment(name: str, uri: str, configs: ConfigSearch | None = None) ->
         description=str((newest.get("experiment") or {}).get("description") or ""),
         unfinished=unfinished,
         notes=notes,
+        experiment_id=experiment_id,
     )
 
 

@@ -95,7 +95,8 @@ def build_parts(config: Mapping[str, Any]):
 def validate(config: Mapping[str, Any]) -> None:
     """Fail early on a config that cannot run: bad settings, empty space, missing OBD files."""
     n_trials_of(config)
-    logged_data, *_ = build_parts(config)
+    logged_data, _, _, estimator, _ = build_parts(config)
+    estimator.check(logged_data)
     try:
         logged_data.check()
     except DatasetMissingError as err:  # a FileNotFoundError: the driver expects ValueError

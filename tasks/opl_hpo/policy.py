@@ -5,7 +5,11 @@ classifier of the reward fitted on D_tr. theta = (beta, the model, the model's s
 
 - beta log-uniform in [0.01, 100];
 - LR: LogisticRegression(max_iter=1000, elastic net, solver='saga') with C log-uniform in
-  [1e-3, 1e3] and l1_ratio in {0.1, ..., 0.9};
+  [1e-3, 1e3] and l1_ratio in {0.1, ..., 0.9}; the objective is strictly convex, and
+  ``solver='cd'`` (the default) minimises it to convergence by proximal Newton
+  (``tasks.opl_hpo.enet_logistic``), where saga at 001's max_iter and tol stops short of
+  the minimiser at many times the cost (``bench/bench_opl.py``); ``solver='saga'`` is
+  001's stated solver;
 - RF: RandomForestClassifier(n_estimators=10) with max_depth and min_samples_split in
   {2, ..., 32} and max_samples in {0.1, ..., 0.9}.
 
@@ -30,7 +34,10 @@ from sklearn.ensemble import RandomForestClassifier
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 
+from tasks.opl_hpo.enet_logistic import HAVE_NUMBA, MISSING_NUMBA, fit_enet_logistic
+
 MODELS = ("lr", "rf")
+SOLVERS = ("cd", "saga")
 NAMES = ("beta", "model", "C", "l1_ratio", "max_depth", "min_samples_split", "max_samples")
 INACTIVE = -1.0
 """Trace value of a hyperparameter the trial's model does not have (all real ones are > 0)."""
@@ -80,13 +87,18 @@ class ConstantRewardModel:
 
 
 class LinearRewardModel:
-    """mu_hat(x, a) = sigmoid(b + w_x'x + w_a + W_a'x) from a fitted logistic model on
-    ``lr_design`` inputs, for all K actions at once (no (n K, p) design matrix)."""
+    """mu_hat(x, a) = sigmoid(b + w_x'x + w_a + W_a'x) from the coefficients of a logistic
+    model on ``lr_design`` inputs, for all K actions at once (no (n K, p) design matrix).
 
-    def __init__(self, model: LogisticRegression, n_features: int, n_actions: int) -> None:
-        coef = model.coef_[0]
+    Parameters
+    ----------
+    coef : (d + K + d K,) coefficients in ``lr_design``'s column order.
+    intercept : b.
+    """
+
+    def __init__(self, coef: np.ndarray, intercept: float, n_features: int, n_actions: int):
         d, k = n_features, n_actions
-        self.intercept = float(model.intercept_[0])
+        self.intercept = float(intercept)
         self.w_x, self.w_a = coef[:d], coef[d : d + k]
         self.W = coef[d + k :].reshape(k, d)
 
@@ -120,12 +132,26 @@ def fit_logistic(
     random_state: int = 0,
     tol: float = 1e-4,
 ):
-    """Logistic mu_hat on ``lr_design`` inputs (a constant model if r has one value);
-    ``random_state`` seeds saga's sampling order. Repeated (x, a, r) rows are fitted once
-    with their count as sample weight: the same objective, fewer rows per saga epoch."""
+    """Logistic mu_hat on ``lr_design`` inputs (a constant model if r has one value).
+
+    ``solver`` is 'cd' (``tasks.opl_hpo.enet_logistic``, run to convergence; ``max_iter``,
+    ``tol`` and ``random_state`` are scikit-learn's and unused) or a scikit-learn solver
+    ('saga': ``random_state`` seeds its sampling order). Repeated (x, a, r) rows are fitted
+    once with their count as sample weight: the same objective, fewer rows per epoch."""
     y = (r > 0).astype(np.int64)
     if y.min() == y.max():
         return ConstantRewardModel(float(y[0]), n_actions)
+    rows = np.concatenate([x, a[:, None], y[:, None]], axis=1)
+    unique, counts = np.unique(rows, axis=0, return_counts=True)
+    weights = None
+    if len(unique) < len(rows):  # repeated (x, a, r) rows (OBD's categorical contexts)
+        x, a, y = unique[:, :-2], unique[:, -2].astype(np.int64), unique[:, -1].astype(np.int64)
+        weights = counts.astype(np.float64)
+    if solver == "cd":
+        coef, intercept, _ = fit_enet_logistic(
+            lr_design(x, a, n_actions), y, C, l1_ratio, sample_weight=weights
+        )
+        return LinearRewardModel(coef, intercept, x.shape[1], n_actions)
     model = LogisticRegression(
         C=C,
         l1_ratio=l1_ratio,
@@ -134,16 +160,10 @@ def fit_logistic(
         random_state=random_state,
         tol=tol,
     )
-    rows = np.concatenate([x, a[:, None], y[:, None]], axis=1)
-    unique, counts = np.unique(rows, axis=0, return_counts=True)
-    weights = None
-    if len(unique) < len(rows):  # repeated (x, a, r) rows (OBD's categorical contexts)
-        x, a, y = unique[:, :-2], unique[:, -2].astype(np.int64), unique[:, -1].astype(np.int64)
-        weights = counts.astype(np.float64)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings():  # saga at max_iter: counted in bench/bench_opl.py
         warnings.simplefilter("ignore", ConvergenceWarning)
         model.fit(lr_design(x, a, n_actions), y, sample_weight=weights)
-    return LinearRewardModel(model, x.shape[1], n_actions)
+    return LinearRewardModel(model.coef_[0], model.intercept_[0], x.shape[1], n_actions)
 
 
 class PolicySpace:
@@ -159,6 +179,8 @@ class PolicySpace:
     max_samples : RF's bootstrap-fraction candidates.
     n_estimators : RF's trees (10 in 001).
     max_iter : LR's saga iterations (1000 in 001).
+    solver : LR's solver: 'cd' (proximal Newton to convergence, needs numba) or 'saga'
+        (001's, stopped at ``max_iter`` or scikit-learn's tol 1e-4).
     """
 
     def __init__(
@@ -172,7 +194,16 @@ class PolicySpace:
         max_samples: Sequence[float] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
         n_estimators: int = 10,
         max_iter: int = 1000,
+        solver: str = "cd",
     ) -> None:
+        if solver not in SOLVERS:
+            raise ValueError(
+                f"policy_space.solver={solver!r} is not one of {', '.join(SOLVERS)}: 'cd' fits "
+                "LR to convergence by proximal Newton, 'saga' is 001's solver at max_iter."
+            )
+        if solver == "cd" and not HAVE_NUMBA:
+            raise ValueError(MISSING_NUMBA)
+        self.solver = solver
         self.models = tuple(models)
         if not self.models or set(self.models) - set(MODELS):
             raise ValueError(
@@ -248,6 +279,7 @@ class PolicySpace:
                 n_actions,
                 params["C"],
                 params["l1_ratio"],
+                solver=self.solver,
                 max_iter=self.max_iter,
                 random_state=random_state,
             )

@@ -24,6 +24,8 @@ DISPLAY_NAMES: dict[str, str] = {
     "random": "RS",
     "ips": "IPS",
     "dr": "DR",
+    "dr_crossfit": "DR (q cross-fitted on D_val)",
+    "dr_separate": "DR (q on a separate log)",
     "synthetic": "Synthetic",
     "obd": "Open Bandit Dataset",
 }

@@ -80,7 +80,9 @@ class LoggedBandit:
     """The training log (policies are fitted on it), the validation log (HPO's surrogate is
     computed on it) and the test set (the generalisation value), with K actions.
 
-    ``v_optimal`` is V(pi*) of the best policy when it is known (synthetic data), else None.
+    ``v_optimal`` is V(pi*) of the best policy when it is known (synthetic data), else None;
+    ``reward_log`` a separate log of the same logging policy for DR's reward model
+    (``tasks.opl_hpo.estimators.DR``, ``reward_model='separate'``), else None.
     """
 
     n_actions: int
@@ -88,3 +90,4 @@ class LoggedBandit:
     val: Split
     test: TestSet
     v_optimal: float | None = None
+    reward_log: Split | None = None
