@@ -164,8 +164,7 @@ class Checker:
         from sweeper.grid import cell_config
         from sweeper.paths import CONF_DIR
 
-        extra = [f"'file://{d}'" for d in self.configs.directories if d != CONF_DIR]
-        searchpath = [f"hydra.searchpath=[{','.join(extra)}]"] if extra else []
+        searchpath = self.configs.searchpath_override()
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             return cell_config(compose("config", overrides=[*overrides, *searchpath]))
 

@@ -75,6 +75,11 @@ class ConfigSearch:
                 return path
         return None
 
+    def searchpath_override(self) -> list[str]:
+        """``hydra.searchpath=[...]`` naming every directory but the shipped configs (which
+        Hydra searches already), or [] when there is none: for a composition outside the app."""
+        return searchpath_override([f"file://{d}" for d in self.directories if d != CONF_DIR])
+
     def check_option(self, group: str, value: str) -> None:
         """Raise ``ValueError`` naming the valid options when ``value`` is not one."""
         options = self.options(group)
@@ -115,5 +120,11 @@ def compose(overrides: list[str]) -> DictConfig:
     from hydra.core.hydra_config import HydraConfig
 
     searchpath = list(HydraConfig.get().searchpath or []) if HydraConfig.initialized() else []
-    extra = [f"hydra.searchpath=[{','.join(repr(str(p)) for p in searchpath)}]"]
-    return hydra.compose(config_name="config", overrides=[*overrides, *extra[: bool(searchpath)]])
+    return hydra.compose(
+        config_name="config", overrides=[*overrides, *searchpath_override(searchpath)]
+    )
+
+
+def searchpath_override(entries: list[str]) -> list[str]:
+    """The override ``hydra.searchpath=['...', ...]`` for ``entries``, or [] for none."""
+    return [f"hydra.searchpath=[{','.join(repr(str(e)) for e in entries)}]"] if entries else []

@@ -72,8 +72,7 @@ def _compose_once(job: Sequence[Any], configs: ConfigSearch) -> None:
     from hydra.errors import ConfigCompositionException, MissingConfigException
 
     overrides = [_first(o) for o in job]
-    searchpath = [f"'file://{d}'" for d in configs.directories if d != CONF_DIR]
-    hydra_overrides = [f"hydra.searchpath=[{','.join(searchpath)}]"] if searchpath else []
+    hydra_overrides = configs.searchpath_override()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         try:
             compose(config_name="config", overrides=[*overrides, *hydra_overrides])
