@@ -22,7 +22,7 @@ After each trial, checked (:func:`violations`): the resume exits 0; every cell h
 one FINISHED run not tagged ``superseded_by`` (a ``rerun=true`` leaves tagged older ones),
 and no FINISHED run besides those unless tagged; nothing is RUNNING (cell or sweep runs);
 the sweep's ``cells.parquet`` rows are exactly those runs (cell key and run id); the
-report and the resume index pick the same run of every cell (sweeper/result.py).
+report and the resume index pick the same run of every cell (sweeper/store/result.py).
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def finished_runs(db: Path) -> int:
 def store_state(db: Path) -> str:
     if not db.exists():
         return "absent"
-    from sweeper.lock import schema_state
+    from sweeper.store.lock import schema_state
 
     try:
         state = schema_state(db)
@@ -133,7 +133,7 @@ def violations(uri: str, cells: int = CELLS) -> list[str]:
     """What breaks "exactly once" in the store (see the module docstring); [] when none."""
     from mlflow import MlflowClient
 
-    from sweeper.tracking import Tracker
+    from sweeper.store.tracking import Tracker
 
     client = MlflowClient(uri)
     experiment = client.get_experiment_by_name(NAME)
@@ -161,7 +161,7 @@ def violations(uri: str, cells: int = CELLS) -> list[str]:
     parents = tracker.sweep_parents()
     newest = max(parents, key=lambda p: p.info.end_time or 0, default=None)
     # The table holds every run it recorded (a rerun adds rows); its current view is one
-    # row per cell: the newest FINISHED (sweeper/table.py).
+    # row per cell: the newest FINISHED (sweeper/store/table.py).
     table = None if newest is None else tracker.table(newest.info.run_id).current()
     if table is None or set(zip(table["cell_key"], table["run_id"], strict=True)) != results:
         bad.append("the newest sweep table's rows differ from the cells' current runs")

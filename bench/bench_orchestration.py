@@ -41,8 +41,8 @@ from sweeper.execute import execute
 from sweeper.grid import expand
 from sweeper.launch import init_ray, launch
 from sweeper.paths import CONF_DIR
+from sweeper.store.tracking import Tracker
 from sweeper.sweep import run_sweep
-from sweeper.tracking import Tracker
 
 PAPER_LINUCB_CELL_S = 1.0  # a paper-scale LinUCB cell (T=14000, K=120, d=25), issue #3's bound
 

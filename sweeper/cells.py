@@ -47,7 +47,7 @@ def legacy_key(config: Mapping[str, Any]) -> str | None:
     """The key the same cell had before result versions (its config without ``task``).
 
     Only a version-1 cell has one: a stored run under it is a result of the same code, and
-    the driver carries it over to the new key instead of recomputing it (sweeper/migrate.py).
+    the driver carries it over to the new key instead of recomputing it (sweeper/store/migrate.py).
     """
     task = config.get(TASK_KEY)
     if not isinstance(task, Mapping) or task.get("result_version") != LEGACY_VERSION:

@@ -20,9 +20,9 @@ from typing import Any, TextIO
 from omegaconf import DictConfig
 
 from sweeper.grid import Grid
-from sweeper.lock import sqlite_path
 from sweeper.progress import format_duration
-from sweeper.tracking import resolve_uri, search_all
+from sweeper.store.lock import sqlite_path
+from sweeper.store.tracking import resolve_uri, search_all
 
 
 def dry_run(cfg: DictConfig, cells: Grid, out: TextIO) -> None:

@@ -31,9 +31,9 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from sweeper.configs import ConfigSearch
 from sweeper.grid import Composer, pin_blocks
-from sweeper.lock import StoreBusy
+from sweeper.store.lock import StoreBusy
+from sweeper.store.tracking import StoreFailed
 from sweeper.sweep import EXIT_STORE_BUSY, EXIT_STORE_FAILED, SweepResult, run_sweep
-from sweeper.tracking import StoreFailed
 
 SWEEP_LEVEL = ("exp", "task", "seeds", "rerun", "experiment", "tracking", "launcher", "sweep")
 """Keys (and prefixes of dotted keys) that say how a sweep runs, not what a cell computes."""

@@ -1,10 +1,10 @@
 """The driver: expand, skip what is done, dispatch, record (docs/architecture.md).
 
 ``run_sweep`` never loses finished work: finished cells are recorded in batches
-(:mod:`sweeper.record`: at most ``tracking.batch_size`` cells or ``tracking.batch_s``
+(:mod:`sweeper.store.record`: at most ``tracking.batch_size`` cells or ``tracking.batch_s``
 seconds old; in one transaction straight into the store's database when the driver can
-reach it, :mod:`sweeper.bulk`), each batch followed by a part of the parent's table
-(:mod:`sweeper.table`), consolidated when the sweep ends; Ctrl-C (or SIGTERM, as ``ray job
+reach it, :mod:`sweeper.store.bulk`), each batch followed by a part of the parent's table
+(:mod:`sweeper.store.table`), consolidated when the sweep ends; Ctrl-C (or SIGTERM, as ``ray job
 stop`` sends) cancels only what is in flight. Starting the same command again resumes:
 cells with a FINISHED run are skipped, RUNNING leftovers of a killed driver are set KILLED,
 and table rows a killed driver never wrote are rebuilt from their runs. The driver keeps
@@ -12,7 +12,7 @@ the cells' keys and counts, never their rows: its memory does not grow with thei
 
 Exactly once under faults (issues #15, #17): the driver holds the store's lock (a local
 sqlite file) or the experiment's lease (a tracking server) for its whole life
-(:mod:`sweeper.lock`), so no other driver computes the same cells; a store that stops
+(:mod:`sweeper.store.lock`), so no other driver computes the same cells; a store that stops
 answering is waited for (``tracking.patience_s``), one that fails ends the sweep cleanly
 (``SweepResult.store_error``, exit status 3); a run whose logging was cut off is settled
 KILLED and kept out of the table's ``table_until`` mark.
@@ -35,19 +35,18 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from sweeper import settings
-from sweeper.bulk import BulkWriter
 from sweeper.cells import Cell, canonical_json
 from sweeper.dryrun import dry_run
 from sweeper.errors import SweepError
 from sweeper.execute import Outcome, cell_function
 from sweeper.grid import Composer, Grid, expand, task_of
 from sweeper.launch import check_launcher, init_ray, launch
-from sweeper.lock import AdvisoryLock, Fence, Lease, LeaseLost, sqlite_path, store_lock
-from sweeper.migrate import carry_over
 from sweeper.progress import Progress, format_duration
-from sweeper.record import Batching, Recorder, open_writer, patience_of, patiently
-from sweeper.task import GENERIC, Task
-from sweeper.tracking import (
+from sweeper.store.bulk import BulkWriter
+from sweeper.store.lock import AdvisoryLock, Fence, Lease, LeaseLost, sqlite_path, store_lock
+from sweeper.store.migrate import carry_over
+from sweeper.store.record import Batching, Recorder, open_writer, patience_of, patiently
+from sweeper.store.tracking import (
     IndexEntry,
     ResumeIndex,
     StoreFailed,
@@ -55,6 +54,7 @@ from sweeper.tracking import (
     check_store,
     resolve_uri,
 )
+from sweeper.task import GENERIC, Task
 from sweeper.ui import browse_hint
 
 T = TypeVar("T")
@@ -138,8 +138,8 @@ def run_sweep(
     """Run the sweep ``cfg`` describes (steps 2-7 of docs/architecture.md).
 
     Raises ``ValueError`` (``SweepError``) for bad input before anything runs,
-    :class:`~sweeper.lock.StoreBusy` when another driver writes into the store (or, on a
-    tracking server, the experiment), :class:`~sweeper.tracking.StoreFailed` when the store
+    :class:`~sweeper.store.lock.StoreBusy` when another driver writes into the store (or, on a
+    tracking server, the experiment), :class:`~sweeper.store.tracking.StoreFailed` when the store
     fails before the first cell is dispatched; a store failure later ends the sweep cleanly
     (``SweepResult.store_error``, exit status 3).
     """
@@ -192,7 +192,7 @@ def within(seconds: float, action: Callable[[], Any]) -> None:
 class Patience:
     """Every call of the driver's start into the store waits for a store that is away (a
     server or database restarting: a transient error), for up to ``tracking.patience_s``,
-    saying so (:func:`sweeper.record.patiently`); then :class:`StoreFailed`, exit 3."""
+    saying so (:func:`sweeper.store.record.patiently`); then :class:`StoreFailed`, exit 3."""
 
     def __init__(self, patience_s: float, out: TextIO) -> None:
         self.patience_s, self.out = patience_s, out
@@ -266,7 +266,7 @@ def _sweep(
     result.resume_s = resume_s
     print(f"sweep '{name}': results go to {settings.redact(tracker.uri)}", file=out)
     if tracker.store_note:
-        print(f"  the store was {tracker.store_note} whole (sweeper/lock.py)", file=out)
+        print(f"  the store was {tracker.store_note} whole (sweeper/store/lock.py)", file=out)
     if retagged:
         print(f"  {retagged} run(s) of an interrupted rerun re-tagged superseded_by", file=out)
     batching = Batching.of(cfg, tracker)  # before the parent run, as Ray: bad settings
@@ -326,7 +326,7 @@ def _drive(
 ) -> SweepResult:
     """Reap, dispatch ``todo``, record the outcomes in batches as they arrive, end the
     parent run. The driver keeps counts and keys, not rows: the rows go to the parent's
-    table part by part (sweeper/table.py)."""
+    table part by part (sweeper/store/table.py)."""
     parent, name, rerun = result.parent_run_id, result.experiment, settings.rerun(cfg)
     patient = patient or Patience(patience_of(cfg), out)
 
@@ -364,7 +364,7 @@ def _drive(
     if result.carried_over:
         print(
             f"  {result.carried_over} finished run(s) stored under an older sweeper's cell keys "
-            "carried over (sweeper/migrate.py)",
+            "carried over (sweeper/store/migrate.py)",
             file=out,
         )
 

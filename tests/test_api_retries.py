@@ -11,8 +11,8 @@ from mlflow.entities import ViewType
 from sweeper.cells import Cell
 from sweeper.execute import Outcome
 from sweeper.progress import Progress
-from sweeper.record import Batching, Recorder
-from sweeper.tracking import Tracker
+from sweeper.store.record import Batching, Recorder
+from sweeper.store.tracking import Tracker
 
 
 def _cell(seed: int) -> Cell:

@@ -1,4 +1,4 @@
-"""Runs written in batches straight into MLflow's database (sweeper/bulk.py) read back
+"""Runs written in batches straight into MLflow's database (sweeper/store/bulk.py) read back
 exactly as the same runs written one call at a time through MLflow's API."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
-from sweeper.bulk import BulkWriter, RunRecord, database_of
 from sweeper.servers import postgres
-from sweeper.tracking import Tracker
+from sweeper.store.bulk import BulkWriter, RunRecord, database_of
+from sweeper.store.tracking import Tracker
 
 
 def _record(name: str, start: int) -> RunRecord:
@@ -92,7 +92,7 @@ def test_a_database_that_cannot_be_used_is_one_paragraph(tracking_uri):
     """(Opened before the parent run: sweeper/sweep.py's _sweep.) Only a tracking server
     takes a tracking.database of its own, so the writer is opened here directly."""
     from sweeper.errors import SweepError
-    from sweeper.record import Batching, open_writer
+    from sweeper.store.record import Batching, open_writer
 
     batching = Batching(database="postgresql+psycopg://nobody@127.0.0.1:1/x")
     with pytest.raises(

@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 from mlflow import MlflowClient
 
-from sweeper import tracking
 from sweeper.errors import SweepError
 from sweeper.grid import expand
+from sweeper.store import tracking
+from sweeper.store.tracking import Tracker, resolve_uri
 from sweeper.sweep import run_sweep, validate
-from sweeper.tracking import Tracker, resolve_uri
 from tasks.bandit_tuning.environments.movielens_data import DatasetFormatError, _parse
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -27,8 +27,8 @@ import pytest
 from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 
-from sweeper.lock import Lease, StoreBusy, StoreLock, schema_state
-from sweeper.tracking import Tracker, now_ms
+from sweeper.store.lock import Lease, StoreBusy, StoreLock, schema_state
+from sweeper.store.tracking import Tracker, now_ms
 from tests.test_orchestration import _cell_runs, _overrides, _spawn, _statuses, _sweep
 from tests.test_orchestration_server import tracking_server  # noqa: F401 - a fixture
 
@@ -193,7 +193,7 @@ def test_the_store_lock_is_exclusive_names_its_holder_and_dies_with_it(
         [
             sys.executable,
             "-c",
-            "import sys, time; from sweeper.lock import StoreLock; "
+            "import sys, time; from sweeper.store.lock import StoreLock; "
             f"StoreLock({str(path)!r}, 'python -m sweeper +exp=other').acquire(); "
             "print('held', flush=True); time.sleep(120)",
         ],
@@ -451,7 +451,7 @@ def test_a_disk_that_fills_up_mid_sweep_ends_the_command_with_status_3(tmp_path)
 def _break_second_batch(monkeypatch, error: BaseException):
     """The second batch written straight into the database raises ``error`` (before its
     transaction commits)."""
-    from sweeper.bulk import BulkWriter
+    from sweeper.store.bulk import BulkWriter
 
     original, calls = BulkWriter._rows, []
 

@@ -9,11 +9,11 @@ import time
 
 import pytest
 
-from sweeper.bulk import BulkWriter, RunRecord
 from sweeper.errors import SweepError
-from sweeper.lock import Fence, Lease, LeaseLost
-from sweeper.record import Batching, open_writer
-from sweeper.tracking import Tracker
+from sweeper.store.bulk import BulkWriter, RunRecord
+from sweeper.store.lock import Fence, Lease, LeaseLost
+from sweeper.store.record import Batching, open_writer
+from sweeper.store.tracking import Tracker
 
 
 def _record(run_id: str) -> RunRecord:

@@ -60,5 +60,5 @@ def test_the_orchestrator_imports_no_family_and_the_lock_no_tracking():
     assert done.returncode == 0, done.stderr[-2000:]
     modules = json.loads(done.stdout)
     assert not [m for m in modules if m == "tasks" or m.startswith("tasks.")]
-    lock = (CONF_DIR.parent / "sweeper" / "lock.py").read_text()
-    assert "from sweeper.tracking" not in lock and "import sweeper.tracking" not in lock
+    lock = (CONF_DIR.parent / "sweeper" / "store" / "lock.py").read_text()
+    assert "from sweeper.store.tracking" not in lock and "import sweeper.store.tracking" not in lock

@@ -10,8 +10,8 @@ import sys
 import mlflow
 import pytest
 
-from sweeper import mlflow_private
-from sweeper.bulk import COLUMNS, MODELS, check_columns
+from sweeper.store import mlflow_private
+from sweeper.store.bulk import COLUMNS, MODELS, check_columns
 
 
 @pytest.mark.parametrize("name", sorted(mlflow_private.NAMES))
@@ -74,7 +74,7 @@ def _store_at(tmp_path, revision_of):
 
 
 def test_a_store_from_a_newer_mlflow_is_not_called_older(tmp_path):
-    from sweeper.lock import StoreDamaged, prepare_sqlite_store
+    from sweeper.store.lock import StoreDamaged, prepare_sqlite_store
 
     path = _store_at(tmp_path, lambda head: "ffffffffffff")
     with pytest.raises(StoreDamaged, match=r"made by a newer MLflow than this one") as raised:
@@ -85,7 +85,7 @@ def test_a_store_from_a_newer_mlflow_is_not_called_older(tmp_path):
 def test_a_store_from_an_older_mlflow_is_told_to_upgrade(tmp_path):
     from alembic.script import ScriptDirectory
 
-    from sweeper.lock import StoreDamaged, prepare_sqlite_store
+    from sweeper.store.lock import StoreDamaged, prepare_sqlite_store
 
     config = mlflow_private.get("alembic_config")(db_url="")
     script = ScriptDirectory.from_config(config)

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
-from sweeper.result import CLOCK_MARGIN_MS
+from sweeper.store.result import CLOCK_MARGIN_MS
+from sweeper.store.tracking import Tracker
 from sweeper.sweep import run_sweep
-from sweeper.tracking import Tracker
 
 TOY = ["task=toy", "horizon=50"]
 
@@ -189,7 +189,7 @@ def test_parallel_logging_records_every_cell_and_keeps_the_table_consistent(
     tracker = Tracker(tracking_uri, name)
     index = tracker.resume_index()
     # A sweep that did not end FINISHED: only the runs that ended within the clock margin
-    # of its table's mark are searched (sweeper/result.py), not every run.
+    # of its table's mark are searched (sweeper/store/result.py), not every run.
     (parent,) = tracker.sweep_parents()
     since = int(parent.data.tags["table_until"]) - CLOCK_MARGIN_MS
     assert len(index.finished) == 11

@@ -11,8 +11,8 @@ import pytest
 from mlflow import MlflowClient
 
 from sweeper.servers import mlflow_server
+from sweeper.store.tracking import Tracker
 from sweeper.sweep import run_sweep
-from sweeper.tracking import Tracker
 
 
 @pytest.fixture

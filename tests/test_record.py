@@ -1,4 +1,4 @@
-"""The recorder writes one batch in a thread while the driver goes on (sweeper/record.py)."""
+"""The recorder writes one batch in a thread while the driver goes on (sweeper/store/record.py)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import pytest
 from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 
-from sweeper.bulk import BulkWriter
 from sweeper.cells import Cell
 from sweeper.execute import Outcome
 from sweeper.progress import Progress
-from sweeper.record import Batching, Recorder, open_writer, transient
-from sweeper.tracking import StoreFailed, Tracker
+from sweeper.store.bulk import BulkWriter
+from sweeper.store.record import Batching, Recorder, open_writer, transient
+from sweeper.store.tracking import StoreFailed, Tracker
 
 
 def _cell(seed: int) -> Cell:

@@ -21,8 +21,8 @@ from sweeper.paths import CONF_DIR
 from sweeper.report import build_report
 from sweeper.report.__main__ import main as report_main
 from sweeper.report.load import ReportError
+from sweeper.store.tracking import Tracker
 from sweeper.sweep import run_sweep
-from sweeper.tracking import Tracker
 
 SMALL = ["seeds=3", "horizon=100", "launcher.name=local"]
 FAIL = ["cell=tests.report_helpers.failing_cell", "+fail.tuner=tl", "+fail.seed=1"]

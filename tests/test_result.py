@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 
 from sweeper.report.load import load_experiment
-from sweeper.result import result_of, results
 from sweeper.servers import finished_runs
-from sweeper.tracking import Tracker
+from sweeper.store.result import result_of, results
+from sweeper.store.tracking import Tracker
 
 ROOT = Path(__file__).resolve().parent.parent
 

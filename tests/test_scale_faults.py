@@ -171,7 +171,7 @@ def test_a_paused_driver_that_lost_its_lease_stops_without_writing():
     """A driver on another host, paused past its lease's expiry (SIGSTOP), loses the
     experiment to a second driver; woken, it writes nothing more and stops (exit 4). Before:
     it went on writing, and thousands of cells ended with two FINISHED runs."""
-    from sweeper.lock import LEASE_EXPIRY_S
+    from sweeper.store.lock import LEASE_EXPIRY_S
 
     with _pg_and_server() as (tmp, database, uri):
         try:

@@ -1,4 +1,4 @@
-"""The sweep's table in parts (sweeper/table.py): appended, read, consolidated, and safe
+"""The sweep's table in parts (sweeper/store/table.py): appended, read, consolidated, and safe
 against a kill between consolidating and deleting the parts."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow.parquet as pq
 
-from sweeper.table import ArtifactIO, CellTable
+from sweeper.store.table import ArtifactIO, CellTable
 
 
 def _table(tmp_path) -> CellTable:
@@ -56,7 +56,7 @@ def test_a_kill_between_consolidating_and_deleting_duplicates_nothing(tmp_path):
 
 
 def test_a_run_given_a_new_row_keeps_only_its_last_one(tmp_path):
-    """A cell re-keyed (sweeper/migrate.py) gets a second row for the same run."""
+    """A cell re-keyed (sweeper/store/migrate.py) gets a second row for the same run."""
     table = _table(tmp_path)
     table.append([_row("old-key", "r1", final=2.0), _row("b", "r2")])
     table.append([_row("new-key", "r1", final=2.0)])
@@ -98,7 +98,7 @@ def test_through_mlflow_the_table_is_appended_consolidated_and_read_the_same(tmp
 def test_consolidating_keeps_each_runs_last_row_as_the_obvious_rule_does(tmp_path, monkeypatch):
     """Arrow's group-by (the fast path) against a dict of run id -> last row, with runs
     given new rows within a part, across parts and across read batches."""
-    monkeypatch.setattr("sweeper.table.BATCH_ROWS", 4)
+    monkeypatch.setattr("sweeper.store.table.BATCH_ROWS", 4)
     rng = np.random.default_rng(7)
     table, written = _table(tmp_path), []
     for _ in range(6):

@@ -10,8 +10,8 @@ import pytest
 from mlflow import MlflowClient
 
 from sweeper.report.load import load_experiment
+from sweeper.store.table import CellTable
 from sweeper.sweep import run_sweep
-from sweeper.table import CellTable
 
 CELLS = 6
 
@@ -57,7 +57,7 @@ def test_a_lost_part_is_rebuilt_from_the_runs_not_recomputed(
 
 
 def first_table_dir(tracking_uri: str, parent: str):
-    from sweeper.table import local_artifact_dir
+    from sweeper.store.table import local_artifact_dir
 
     run = MlflowClient(tracking_uri).get_run(parent)
     return local_artifact_dir(run.info.artifact_uri) / "cells"

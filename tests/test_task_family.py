@@ -3,7 +3,7 @@
 The toy family (conf/task/toy.yaml) has no groups, a curve called ``value`` and a lead
 metric ``final_value``: sweeps, summaries and reports of it must work without any word of
 the bandit family. Keys carry the family's result version; a store written under the keys
-of an older sweeper is carried over (sweeper/migrate.py).
+of an older sweeper is carried over (sweeper/store/migrate.py).
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from omegaconf import OmegaConf
 
 from sweeper.cells import cell_key, legacy_key
 from sweeper.grid import expand
-from sweeper.migrate import LEGACY_TAG
 from sweeper.paths import CONF_DIR
 from sweeper.provenance import code_tags
 from sweeper.report import ReportError, build_report
+from sweeper.store.migrate import LEGACY_TAG
 from sweeper.sweep import run_sweep
 from sweeper.task import TaskError, parse_task
 

@@ -35,7 +35,7 @@ from sweeper.report import figures, html, publish, stats, tables
 from sweeper.report.axes import Axis, build_axes, restrict
 from sweeper.report.load import Loaded, ReportError, load_experiment
 from sweeper.report.spec import ReportSpec, parse, section_from_file
-from sweeper.tracking import resolve_uri
+from sweeper.store.tracking import resolve_uri
 from sweeper.ui import browse_hint
 
 __all__ = ["Report", "ReportError", "build_report"]

@@ -1,4 +1,4 @@
-"""Read an experiment back from MLflow (the layout of sweeper/tracking.py).
+"""Read an experiment back from MLflow (the layout of sweeper/store/tracking.py).
 
 Each sweep's parent run (tag ``role=sweep``) contributes its ``config.yaml`` and its
 consolidated ``cells.parquet`` (one download per sweep); one search per sweep lists only
@@ -32,16 +32,16 @@ from mlflow import MlflowClient
 from sweeper.configs import ConfigSearch
 from sweeper.errors import SweepError
 from sweeper.provenance import LIBRARIES_TAG
-from sweeper.result import CLOCK_MARGIN_MS, result_of
-from sweeper.table import CELLS_TABLE, CellTable, holds, run_artifacts
-from sweeper.task import Task, task_of_config
-from sweeper.tracking import (
+from sweeper.store.result import CLOCK_MARGIN_MS, result_of
+from sweeper.store.table import CELLS_TABLE, CellTable, holds, run_artifacts
+from sweeper.store.tracking import (
     MAX_INDEX_PARENTS,
     TABLE_RUNS,
     check_store,
     number_or_none,
     search_all,
 )
+from sweeper.task import Task, task_of_config
 
 MARKS = "marks"
 """The cells' column of marked steps: the values of params or config keys that contain the
@@ -234,7 +234,7 @@ def _is_missing(value: Any) -> bool:
 
 
 def _choose(candidates) -> tuple[list[_Candidate], list[dict[str, Any]], int]:
-    """Per cell key: its result (:func:`sweeper.result.result_of`: the newest FINISHED run,
+    """Per cell key: its result (:func:`sweeper.store.result.result_of`: the newest FINISHED run,
     else the newest FAILED one).
 
     Cells with neither (runs left RUNNING or KILLED by a killed driver) come back apart.
@@ -302,7 +302,7 @@ def _download_yaml(client: MlflowClient, run_id: str, path: str, into: Path) -> 
 
 
 def _download_table(client: MlflowClient, run_id: str) -> pd.DataFrame | None:
-    """The sweep's table (its consolidated file and parts: sweeper/table.py), or None."""
+    """The sweep's table (its consolidated file and parts: sweeper/store/table.py), or None."""
     try:
         return CellTable(run_artifacts(client), run_id).read()
     except Exception:

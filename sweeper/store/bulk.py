@@ -28,7 +28,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from sweeper import mlflow_private
+from sweeper.store import mlflow_private
 
 MAX_FLOAT = 1.7976931348623157e308
 SUPERSEDED = "superseded_by"
@@ -112,7 +112,7 @@ class BulkWriter:
         check_columns()
         mlflow_private.get("verify_schema")(self.engine)  # the tables this MLflow writes
         self.user = _user()
-        self.fence: Any = None  # the driver's hold on the experiment (sweeper/lock.py)
+        self.fence: Any = None  # the driver's hold on the experiment (sweeper/store/lock.py)
 
     def artifact_uri(self, run_id: str) -> str:
         return f"{self.artifact_location}/{run_id}/artifacts"
@@ -129,7 +129,7 @@ class BulkWriter:
     def write(self, records: Sequence[RunRecord]) -> None:
         """Write ``records`` in one transaction; a batch that already committed (a retry
         after a lost connection) is left as it is. :attr:`fence` (a
-        :class:`sweeper.lock.Fence`) checks, in the same transaction, that this driver still
+        :class:`sweeper.store.lock.Fence`) checks, in the same transaction, that this driver still
         holds the experiment."""
         records = [r for r in records if not r.written]
         if not records:
@@ -206,7 +206,7 @@ checked against MLflow's own table definitions when a writer opens (:func:`check
 """
 MODELS = {"runs": "SqlRun", "tags": "SqlTag", "params": "SqlParam", "metrics": "SqlMetric",
           "latest_metrics": "SqlLatestMetric"}  # fmt: skip
-"""MLflow's table definition of each table (:mod:`sweeper.mlflow_private`)."""
+"""MLflow's table definition of each table (:mod:`sweeper.store.mlflow_private`)."""
 
 
 def _table(name: str) -> sa.Table:
@@ -223,7 +223,7 @@ def check_columns() -> None:
         if ours != theirs or model.__tablename__ != table:
             raise mlflow_private.MlflowChanged(
                 f"this MLflow's table {model.__tablename__} has the columns {sorted(theirs)}, "
-                f"sweeper/bulk.py writes {sorted(ours)}: set tracking.direct_writes=false"
+                f"sweeper/store/bulk.py writes {sorted(ours)}: set tracking.direct_writes=false"
             )
 
 

@@ -3,7 +3,7 @@
 One MLflow experiment per exp; one parent run per sweep (tags ``sweep_key`` and
 ``role=sweep``) holding the experiment config (``config.yaml``, with the family's ``task``
 block), the summary (``summary.json`` and metrics cells/finished/failed/skipped/wall_s/
-cells_per_s) and the sweep's table (:mod:`sweeper.table`: ``cells.parquet`` and, while it
+cells_per_s) and the sweep's table (:mod:`sweeper.store.table`: ``cells.parquet`` and, while it
 runs, parts under ``cells/``), one row per recorded cell run (columns cell_key,
 run_id, status, one per group of the family's ``task.groups``, seed, error, config (JSON),
 the summary metrics, ``curve_step`` and ``curve_<name>`` for each curve the family declares
@@ -63,11 +63,9 @@ from mlflow.entities import Metric, Param, RunTag, ViewType
 from mlflow.exceptions import MlflowException
 from sqlalchemy.exc import SQLAlchemyError
 
-from sweeper.bulk import RunRecord
 from sweeper.cells import Cell, flatten
 from sweeper.errors import StoreFailed, SweepError
 from sweeper.execute import Outcome, pack
-from sweeper.lock import StoreBusy, prepare_sqlite_store, sqlite_path
 from sweeper.process import driver_alive, driver_id, now_ms
 from sweeper.provenance import (
     LIBRARIES_TAG,
@@ -75,8 +73,10 @@ from sweeper.provenance import (
     code_tags,
     installed_libraries,
 )
-from sweeper.result import CLOCK_MARGIN_MS, rank, result_of
-from sweeper.table import ArtifactIO, CellTable, holds, local_artifact_dir
+from sweeper.store.bulk import RunRecord
+from sweeper.store.lock import StoreBusy, prepare_sqlite_store, sqlite_path
+from sweeper.store.result import CLOCK_MARGIN_MS, rank, result_of
+from sweeper.store.table import ArtifactIO, CellTable, holds, local_artifact_dir
 from sweeper.task import GENERIC, Task
 
 CURVE_POINTS = 500
@@ -242,7 +242,7 @@ class ResumeIndex:
 
     def add(self, key: str, entry: IndexEntry) -> None:
         """A FINISHED run of cell ``key``: the cell's entry when it is the cell's result
-        (:func:`sweeper.result.rank`); the same run seen again (a table's row, then the run
+        (:func:`sweeper.store.result.rank`); the same run seen again (a table's row, then the run
         itself) keeps what both know."""
         old = self.finished.get(key)
         self.seen += 1
@@ -317,7 +317,7 @@ class Tracker:
         # MLflow prints a "View run at <url>" line per run on an HTTP server: not per cell.
         os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
         # A server that is away fails a call at once; the driver waits for it itself, saying
-        # so (sweeper/record.py), instead of MLflow's silent minutes of HTTP retries.
+        # so (sweeper/store/record.py), instead of MLflow's silent minutes of HTTP retries.
         os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
         os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
         self.uri = resolve_uri(uri)
@@ -578,7 +578,7 @@ class Tracker:
             pass
 
     def table(self, run_id: str) -> CellTable:
-        """The sweep table of parent run ``run_id`` (:mod:`sweeper.table`)."""
+        """The sweep table of parent run ``run_id`` (:mod:`sweeper.store.table`)."""
         if run_id not in self._tables:
             uri = self.client.get_run(run_id).info.artifact_uri
             io_ = ArtifactIO(self.client, lambda _: self.artifact_dir(run_id, uri))
@@ -596,7 +596,7 @@ class Tracker:
         mark (``move_mark``): every cell run of this parent that ended before ``until`` (ms,
         default now) is in the table. The tag ``table_runs`` counts the runs ever written
         into the table: a table that holds fewer (a part lost or damaged) is not trusted
-        (:func:`sweeper.table.holds`) and its runs are searched instead."""
+        (:func:`sweeper.store.table.holds`) and its runs are searched instead."""
         until = now_ms() if until is None else int(until)
         records = rows.to_dict("records") if isinstance(rows, pd.DataFrame) else list(rows)
         if not records and not move_mark:

@@ -4,14 +4,14 @@ The driver hands each finished cell to a :class:`Recorder`, which writes them a 
 time (``tracking.batch_size`` cells, or whatever has arrived after ``tracking.batch_s``
 seconds) in a writer thread, while the driver goes on dispatching and gathers the next
 batch: the batch's runs, then its rows as a part of the sweep's table
-(:mod:`sweeper.table`), then the table's ``table_until`` mark. Runs go in one transaction
-straight into the store's database when the driver can reach it (:mod:`sweeper.bulk`),
+(:mod:`sweeper.store.table`), then the table's ``table_until`` mark. Runs go in one transaction
+straight into the store's database when the driver can reach it (:mod:`sweeper.store.bulk`),
 else through MLflow's API (``tracking.log_threads`` in parallel for a tracking server).
 
 A store that stops answering (a tracking server or its database restarted) is waited for:
 each write is retried with a backoff doubling from 1 s to 30 s, said on the progress line,
 for up to ``tracking.patience_s`` seconds; past that the sweep stops cleanly
-(:class:`~sweeper.tracking.StoreFailed`, exit status 3, the resume command printed). Only
+(:class:`~sweeper.store.tracking.StoreFailed`, exit status 3, the resume command printed). Only
 errors that a restart explains are waited for (a refused or dropped connection, a busy
 database); a full disk or a bad schema stops the sweep at once.
 """
@@ -27,14 +27,14 @@ from typing import Any, TypeVar
 from omegaconf import DictConfig
 
 from sweeper import memory
-from sweeper.bulk import BulkWriter, RunRecord, database_of
 from sweeper.cells import Cell
 from sweeper.errors import SweepError, boolean
 from sweeper.execute import Outcome
-from sweeper.lock import Fence
 from sweeper.progress import Progress
 from sweeper.settings import redact
-from sweeper.tracking import STORE_ERRORS, StoreFailed, Tracker, now_ms
+from sweeper.store.bulk import BulkWriter, RunRecord, database_of
+from sweeper.store.lock import Fence
+from sweeper.store.tracking import STORE_ERRORS, StoreFailed, Tracker, now_ms
 
 T = TypeVar("T")
 Logged = tuple[Cell, Outcome, dict[str, Any]]

@@ -44,9 +44,9 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from sweeper import mlflow_private
 from sweeper.errors import StoreBusy, StoreFailed, SweepError
 from sweeper.process import driver_alive, now_ms, pid_alive
+from sweeper.store import mlflow_private
 
 HEARTBEAT_S = 10.0
 LEASE_EXPIRY_S = 60.0

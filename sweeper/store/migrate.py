@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from sweeper.grid import Grid
-from sweeper.tracking import ResumeIndex, Tracker
+from sweeper.store.tracking import ResumeIndex, Tracker
 
 LEGACY_TAG = "sweeper.legacy_cell_key"
 

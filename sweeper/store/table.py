@@ -1,7 +1,7 @@
 """The sweep's table of cells: appended in parts, consolidated when the sweep ends.
 
 A parent run (``role=sweep``) holds one row per recorded cell run (the columns:
-:mod:`sweeper.tracking`). The driver never keeps the rows: each batch of recorded cells is
+:mod:`sweeper.store.tracking`). The driver never keeps the rows: each batch of recorded cells is
 written as a new part ``cells/part-NNNNNN.parquet``, and when the sweep ends (and when it
 is started again) the parts are streamed into the consolidated ``cells.parquet``, one part
 in memory at a time. The consolidated file records in its schema metadata the last part it
@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sweeper import memory
-from sweeper.result import results
+from sweeper.store.result import results
 
 CELLS_TABLE = "cells.parquet"
 PARTS = "cells"
@@ -204,7 +204,7 @@ class CellTable:
     # --- reading --------------------------------------------------------------------
     def read(self, columns: Sequence[str] | None = None) -> pd.DataFrame | None:
         """Every row (consolidated, then the parts in order), each run id once (its last
-        row: a cell re-keyed by sweeper/migrate.py gets a new row for the same run); None
+        row: a cell re-keyed by sweeper/store/migrate.py gets a new row for the same run); None
         when the sweep has no table (a part truncated by a kill is skipped)."""
         with tempfile.TemporaryDirectory() as tmp:
             files = self._files(tmp)
@@ -230,7 +230,7 @@ class CellTable:
             ]
 
     def current(self, columns: Sequence[str] | None = None) -> pd.DataFrame | None:
-        """One row per cell: its result's row (:func:`sweeper.result.results`)."""
+        """One row per cell: its result's row (:func:`sweeper.store.result.results`)."""
         if columns is not None:
             columns = list(dict.fromkeys([*columns, "cell_key", "status", "start_time"]))
         table = self.read(columns)

@@ -1,8 +1,8 @@
 """MLflow's private names sweeper relies on, in one place, looked up only when used
 (issue #26, item 3).
 
-Writing runs straight into MLflow's tables (:mod:`sweeper.bulk`) needs MLflow's table
-definitions and its schema check; creating a sqlite store whole (:mod:`sweeper.lock`) needs
+Writing runs straight into MLflow's tables (:mod:`sweeper.store.bulk`) needs MLflow's table
+definitions and its schema check; creating a sqlite store whole (:mod:`sweeper.store.lock`) needs
 its schema revision and its store class. None of these is MLflow's public API, so a
 release may rename one: then :func:`get` says which name, which MLflow and what to do, in
 one paragraph, instead of ``python -m sweeper`` failing at import (``tracking.direct_writes
