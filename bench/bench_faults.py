@@ -172,8 +172,9 @@ def violations(uri: str, cells: int = CELLS) -> list[str]:
 def _disagreements(tracker, uri: str) -> list[str]:
     """The resume index and the report must pick the same run of every cell (issue #26)."""
     from sweeper.report.load import load_experiment
+    from sweeper.store.index import read_index
 
-    index = {k: e.run_id for k, e in tracker.resume_index().finished.items()}
+    index = {k: e.run_id for k, e in read_index(tracker).finished.items()}
     cells = load_experiment(NAME, uri).cells
     finished = cells[cells["status"] == "FINISHED"]
     report = dict(zip(finished["cell_key"], finished["run_id"], strict=True))

@@ -41,6 +41,8 @@ from sweeper.execute import execute
 from sweeper.grid import expand
 from sweeper.launch import init_ray, launch
 from sweeper.paths import CONF_DIR
+from sweeper.store.cellruns import log_cell
+from sweeper.store.index import read_index
 from sweeper.store.tracking import Tracker
 from sweeper.sweep import run_sweep
 
@@ -99,7 +101,7 @@ def main() -> None:
         again, resume_s = _timed(run_sweep, cfg, _compose, overrides, out=io.StringIO())
         assert again.skipped == len(cells) and again.finished == 0
         tracker = Tracker(uri, "bench")
-        lean, lean_s = _timed(tracker.resume_index)
+        lean, lean_s = _timed(read_index, tracker)
         assert len(lean.finished) == len(cells)
         everything, full_s = _timed(tracker.runs, "tags.cell_key != ''")
 
@@ -240,7 +242,7 @@ def _server_rates(work: Path, cells: list[Cell], outcomes: list) -> list[str]:
                 time.sleep(0.5)
         warm = Tracker(uri, "warm-up")
         for cell, outcome in list(zip(cells, outcomes, strict=True))[:3]:
-            warm.log_cell(cell, outcome, None)
+            log_cell(warm, cell, outcome, None)
         for threads in (1, 4):
             tracker = Tracker(uri, f"server-{threads}")
             logger = _CellLogger(tracker, None, threads)
@@ -275,7 +277,7 @@ def _log_rate(db: Path, cells: list[Cell], outcomes: list, in_place: bool) -> fl
         tracker.artifact_dir = lambda run_id, artifact_uri=None: None  # type: ignore[method-assign]
     times = []
     for cell, outcome in zip(cells, outcomes, strict=True):
-        _, seconds = _timed(tracker.log_cell, cell, outcome, None)
+        _, seconds = _timed(log_cell, tracker, cell, outcome, None)
         times.append(seconds)
     return statistics.median(times)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import logging
 import math
 import socket
@@ -12,9 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 from hydra.utils import get_method
 
+from sweeper.cellnpz import pack
 from sweeper.provenance import loaded_libraries
 
 
@@ -87,7 +86,7 @@ def execute(function: str, config: dict[str, Any]) -> Outcome:
         if bad:
             raise FloatingPointError(f"the cell diverged: its summary is not finite: {bad}")
         outcome = Outcome("FINISHED", result=dict(result))
-        outcome.artifact = pack(result)
+        outcome.artifact = pack(result, config)
     except Exception as err:  # a failing cell never kills a sweep
         outcome = Outcome(
             "FAILED", error=f"{type(err).__name__}: {err}", traceback=traceback.format_exc()
@@ -95,19 +94,3 @@ def execute(function: str, config: dict[str, Any]) -> Outcome:
     outcome.wall_s = time.perf_counter() - started
     outcome.libraries = loaded_libraries()
     return outcome
-
-
-def pack(result: Mapping[str, Any]) -> bytes | None:
-    """A result's curves (``curve_<name>``) and trace (``trace_<key>``) as compressed
-    ``.npz`` bytes, or None when it has neither. Packed in the worker, so the driver only
-    writes the bytes."""
-    arrays: dict[str, np.ndarray] = {}
-    for key, value in (result.get("curves") or {}).items():
-        arrays[f"curve_{key}"] = np.asarray(value)
-    for key, value in (result.get("trace") or {}).items():
-        arrays[f"trace_{key}"] = np.asarray(value)
-    if not arrays:
-        return None
-    buffer = io.BytesIO()
-    np.savez_compressed(buffer, **arrays)
-    return buffer.getvalue()

@@ -30,9 +30,9 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from sweeper.configs import ConfigSearch
+from sweeper.errors import StoreFailed
 from sweeper.grid import Composer, pin_blocks
 from sweeper.store.lock import StoreBusy
-from sweeper.store.tracking import StoreFailed
 from sweeper.sweep import EXIT_STORE_BUSY, EXIT_STORE_FAILED, SweepResult, run_sweep
 
 SWEEP_LEVEL = ("exp", "task", "seeds", "rerun", "experiment", "tracking", "launcher", "sweep")

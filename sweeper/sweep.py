@@ -1,21 +1,13 @@
-"""The driver: expand, skip what is done, dispatch, record (docs/architecture.md).
+"""The driver: plan, open the store, dispatch, record, close (docs/architecture.md).
 
-``run_sweep`` never loses finished work: finished cells are recorded in batches
-(:mod:`sweeper.store.record`: at most ``tracking.batch_size`` cells or ``tracking.batch_s``
-seconds old; in one transaction straight into the store's database when the driver can
-reach it, :mod:`sweeper.store.bulk`), each batch followed by a part of the parent's table
-(:mod:`sweeper.store.table`), consolidated when the sweep ends; Ctrl-C (or SIGTERM, as ``ray job
-stop`` sends) cancels only what is in flight. Starting the same command again resumes:
-cells with a FINISHED run are skipped, RUNNING leftovers of a killed driver are set KILLED,
-and table rows a killed driver never wrote are rebuilt from their runs. The driver keeps
-the cells' keys and counts, never their rows: its memory does not grow with their results.
-
-Exactly once under faults (issues #15, #17): the driver holds the store's lock (a local
-sqlite file) or the experiment's lease (a tracking server) for its whole life
-(:mod:`sweeper.store.lock`), so no other driver computes the same cells; a store that stops
-answering is waited for (``tracking.patience_s``), one that fails ends the sweep cleanly
-(``SweepResult.store_error``, exit status 3); a run whose logging was cut off is settled
-KILLED and kept out of the table's ``table_until`` mark.
+``run_sweep`` expands the config into cells, opens the experiment for this driver alone
+(:class:`sweeper.store.SweepStore`), skips the cells that have a result, dispatches the
+rest (:mod:`sweeper.launch`), hands each outcome to the store's recorder as it arrives and
+closes the sweep. The driver keeps the cells' keys and counts, never their rows: its memory
+does not grow with their results. The first Ctrl-C (or SIGTERM, as ``ray job stop`` and
+Slurm send) cancels only what is in flight; the finished cells are kept and the same
+command resumes. A store that fails mid-sweep ends it cleanly (exit status 3), one that
+another driver took over stops it (exit status 4): docs/architecture.md, "Faults".
 """
 
 from __future__ import annotations
@@ -26,10 +18,10 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import closing, contextmanager, suppress
+from collections.abc import Iterator, Sequence
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, TextIO, TypeVar
+from typing import Any, NamedTuple, TextIO
 
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
@@ -37,27 +29,15 @@ from omegaconf import DictConfig, OmegaConf
 from sweeper import settings
 from sweeper.cells import Cell, canonical_json
 from sweeper.dryrun import dry_run
-from sweeper.errors import SweepError
+from sweeper.errors import StoreFailed, SweepError
 from sweeper.execute import Outcome, cell_function
 from sweeper.grid import Composer, Grid, expand, task_of
 from sweeper.launch import check_launcher, init_ray, launch
 from sweeper.progress import Progress, format_duration
-from sweeper.store.bulk import BulkWriter
-from sweeper.store.lock import AdvisoryLock, Fence, Lease, LeaseLost, sqlite_path, store_lock
-from sweeper.store.migrate import carry_over
-from sweeper.store.record import Batching, Recorder, open_writer, patience_of, patiently
-from sweeper.store.tracking import (
-    IndexEntry,
-    ResumeIndex,
-    StoreFailed,
-    Tracker,
-    check_store,
-    resolve_uri,
-)
+from sweeper.store import Done, LeaseLost, SweepStore, check_store, patience_of, resolve_uri
 from sweeper.task import GENERIC, Task
 from sweeper.ui import browse_hint
 
-T = TypeVar("T")
 MAX_LISTED_FAILURES = 20
 MAX_SUMMARY_ROWS = 60
 EXIT_STORE_FAILED = 3
@@ -135,11 +115,12 @@ def sweep_key(keys: Sequence[str]) -> str:
 def run_sweep(
     cfg: DictConfig, compose: Composer, cli_overrides: Sequence[str] = (), out: TextIO = sys.stdout
 ) -> SweepResult:
-    """Run the sweep ``cfg`` describes (steps 2-7 of docs/architecture.md).
+    """Run the sweep ``cfg`` describes (steps 2-7 of docs/architecture.md): plan, open the
+    store, dispatch, record, close.
 
     Raises ``ValueError`` (``SweepError``) for bad input before anything runs,
-    :class:`~sweeper.store.lock.StoreBusy` when another driver writes into the store (or, on a
-    tracking server, the experiment), :class:`~sweeper.store.tracking.StoreFailed` when the store
+    :class:`~sweeper.errors.StoreBusy` when another driver writes into the store (or, on a
+    tracking server, the experiment), :class:`~sweeper.errors.StoreFailed` when the store
     fails before the first cell is dispatched; a store failure later ends the sweep cleanly
     (``SweepResult.store_error``, exit status 3).
     """
@@ -157,120 +138,55 @@ def run_sweep(
         return SweepResult(str(cfg.experiment.name), "", len(cells), 0)
     check_store(uri)
     command = _command(cli_overrides)
-    patient = Patience(patience_of(cfg), out)
-    with store_lock(uri, command):
-        name = settings.experiment_name(cfg.experiment.get("name"))
-        tracker = patient(
-            f"opening the MLflow store {uri}",
-            lambda: Tracker(uri, name, task_of(cfg), cfg.tracking.get("artifacts_destination")),
-        )
-        fence, release = patient("taking the experiment's lease", lambda: hold(tracker, command))
-        try:
-            return _sweep(cfg, tracker, cells, cli_overrides, started, out, fence, patient)
-        finally:
-            within(CLEANUP_S, release)
+    name = settings.experiment_name(cfg.experiment.get("name"))
+    with SweepStore.open(
+        uri, name, task_of(cfg), cfg.tracking.get("artifacts_destination"), command,
+        patience_of(cfg), Say(out),
+    ) as store:  # fmt: skip
+        return _sweep(cfg, store, name, cells, cli_overrides, started, out)
 
 
-CLEANUP_S = 10.0
-"""The longest the driver's clean-up after a failure (settling its runs, dropping its lease)
-may wait for a store that does not answer: what it leaves, the next start settles."""
+class Say:
+    """Says a line of the driver's start (the progress line does it once cells run)."""
 
-
-def within(seconds: float, action: Callable[[], Any]) -> None:
-    """``action()``, given up after ``seconds`` (it goes on in a daemon thread that dies with
-    the process): a store that hangs never holds the driver's exit; errors are ignored."""
-
-    def attempt() -> None:
-        with suppress(Exception):
-            action()
-
-    thread = threading.Thread(target=attempt, name="sweeper-cleanup", daemon=True)
-    thread.start()
-    thread.join(seconds)
-
-
-class Patience:
-    """Every call of the driver's start into the store waits for a store that is away (a
-    server or database restarting: a transient error), for up to ``tracking.patience_s``,
-    saying so (:func:`sweeper.store.record.patiently`); then :class:`StoreFailed`, exit 3."""
-
-    def __init__(self, patience_s: float, out: TextIO) -> None:
-        self.patience_s, self.out = patience_s, out
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
 
     def message(self, text: str) -> None:
         print(text, file=self.out, flush=True)
 
-    def __call__(self, what: str, action: Callable[[], T]) -> T:
-        return patiently(settings.redact(what), action, self.patience_s, self)
-
-
-def hold(tracker: Tracker, command: str) -> tuple[Fence | None, Any]:
-    """Take the experiment for this driver where the sqlite file lock does not reach: an
-    advisory lock on a PostgreSQL store, a lease on a tracking server (or another database);
-    then claim its fencing token. Returns the fence (None for sqlite) and its release."""
-    if sqlite_path(tracker.uri) is not None:
-        return None, lambda: None
-    lock, lease = None, None
-    if settings.scheme(tracker.uri) == "postgresql":
-        lock = AdvisoryLock(tracker.uri, tracker.experiment_id, tracker.driver, command)
-        lock.acquire()
-    else:
-        lease = Lease(tracker.client, tracker.experiment_id, tracker.driver, command)
-        lease.acquire()
-    fence = Fence(tracker.client, tracker.experiment_id, tracker.driver, lease, lock)
-    try:
-        fence.claim()
-    except BaseException:
-        (lock or lease).release()
-        raise
-    return fence, (lock or lease).release
-
 
 def _sweep(
     cfg: DictConfig,
-    tracker: Tracker,
+    store: SweepStore,
+    name: str,
     cells: Grid,
     cli_overrides: Sequence[str],
     started: float,
     out: TextIO,
-    fence: Fence | None = None,
-    patient: Patience | None = None,
 ) -> SweepResult:
-    """Resume index, Ray, parent run, then :func:`_drive`; holding the store's lock."""
-    name, task = tracker.experiment_name, tracker.task
-    patient = patient or Patience(patience_of(cfg), out)
-    checked = time.perf_counter()
-
-    def read() -> tuple[ResumeIndex, int, int]:
-        parents = tracker.sweep_parents()
-        index = tracker.resume_index(parents)
-        retagged = tracker.settle_supersession(parents, index)
-        return index, retagged, carry_over(tracker, cells, index)
-
-    index, retagged, carried = patient("reading what the experiment holds", read)
+    """What is done, Ray, the parent run, then :func:`_drive`; holding the store."""
+    done = store.done(cells)
     rerun = settings.rerun(cfg)
-    known = {k: index.finished[k] for k in cells.keys if k in index.finished}
-    todo = cells if rerun else cells.where(lambda key: key not in known)
-    resume_s = time.perf_counter() - checked
+    todo = cells if rerun else cells.where(lambda key: key not in done.finished)
     result = SweepResult(
         name,
-        settings.redact(tracker.uri),
+        store.uri,
         len(cells),
         len(cells) - len(todo),
         resume_command=_command(cli_overrides),
-        carried_over=carried,
-        task=task,
+        carried_over=done.carried,
+        task=store.task,
         settings={c.key: c.setting for c in cells},
-        experiment_id=tracker.experiment_id,
+        experiment_id=store.experiment_id,
     )
-    result.resume_s = resume_s
-    print(f"sweep '{name}': results go to {settings.redact(tracker.uri)}", file=out)
-    if tracker.store_note:
-        print(f"  the store was {tracker.store_note} whole (sweeper/store/lock.py)", file=out)
-    if retagged:
-        print(f"  {retagged} run(s) of an interrupted rerun re-tagged superseded_by", file=out)
-    batching = Batching.of(cfg, tracker)  # before the parent run, as Ray: bad settings
-    writer = open_writer(batching, tracker) if todo else None  # leave nothing behind
+    result.resume_s = done.seconds
+    print(f"sweep '{name}': results go to {store.uri}", file=out)
+    if store.note:
+        print(f"  the store was {store.note} whole (sweeper/store/lock.py)", file=out)
+    if done.retagged:
+        print(f"  {done.retagged} run(s) of an interrupted rerun re-tagged superseded_by", file=out)
+    store.prepare(cfg, writes=bool(todo))  # before the parent run, as Ray: bad settings
     if todo and cfg.launcher.get("name", "ray") == "ray":
         try:  # before the parent run: a cluster that cannot be used leaves nothing behind
             init_ray(cfg.launcher)
@@ -279,97 +195,42 @@ def _sweep(
             print_summary(result, out)
             return result
     description = str(cfg.experiment.get("description") or "")
-    parent = patient(
-        "creating the sweep's parent run",
-        lambda: tracker.parent_run(
-            sweep_key(cells.keys), settings.redact(OmegaConf.to_yaml(cfg)), description
-        ),
+    config_yaml = settings.redact(OmegaConf.to_yaml(cfg))
+    result.reaped, result.rebuilt_rows = store.begin(
+        sweep_key(cells.keys), config_yaml, description, cells, rerun
     )
-    result.parent_run_id = parent
-    if tracker.library_change:
+    result.parent_run_id = store.parent_run_id
+    if store.library_change:
         print(
             f"  this sweep resumes under other library versions than its earlier runs "
-            f"({tracker.library_change}): the cells computed now and before may differ in "
+            f"({store.library_change}): the cells computed now and before may differ in "
             "their last digits; rerun=true recomputes them all",
             file=out,
         )
     try:
-        return _drive(
-            cfg, tracker, cells, todo, known, index, result, started, out, batching, writer, fence,
-            patient,
-        )  # fmt: skip
+        return _drive(cfg, store, cells, todo, done, result, started, out)
     except BaseException as err:  # never leave the sweep RUNNING, whatever stopped it
-        status = "KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED"
-
-        def settle() -> None:
-            tracker.settle_parent(parent, status)
-            tracker.settle_own(parent)
-
-        within(CLEANUP_S, settle)
+        store.abandon("KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED")
         raise
 
 
 def _drive(
     cfg: DictConfig,
-    tracker: Tracker,
+    store: SweepStore,
     cells: Grid,
     todo: Grid,
-    known: dict[str, IndexEntry],
-    index: ResumeIndex,
+    done: Done,
     result: SweepResult,
     started: float,
     out: TextIO,
-    batching: Batching,
-    writer: BulkWriter | None,
-    fence: Fence | None = None,
-    patient: Patience | None = None,
 ) -> SweepResult:
-    """Reap, dispatch ``todo``, record the outcomes in batches as they arrive, end the
-    parent run. The driver keeps counts and keys, not rows: the rows go to the parent's
-    table part by part (sweeper/store/table.py)."""
-    parent, name, rerun = result.parent_run_id, result.experiment, settings.rerun(cfg)
-    patient = patient or Patience(patience_of(cfg), out)
-
-    def settle() -> None:
-        result.reaped = len(tracker.reap(tracker.leftovers(parent), parent))
-        tracker.table(parent).consolidate()  # the parts a killed driver left
-        result.rebuilt_rows = _carry_rows(tracker, parent, cells, known)
-        if rerun and known:  # cleared when the rerun ends; a start that finds it re-tags
-            tracker.set_tags(parent, {"sweeper.rerun_open": "1"})
-
-    patient("settling the runs a killed driver left RUNNING", settle)
-    result.load_table = lambda columns=None: _sweep_table(tracker, parent, cells, columns)
-    print(
-        f"sweep '{name}': {len(cells)} cells, {result.skipped} already finished, "
-        f"{len(todo)} to run{' (rerun=true: recomputing)' if rerun and known else ''} "
-        f"({cfg.launcher.name} launcher)",
-        file=out,
-    )
-    if result.skipped:
-        print(
-            f"  resume check {result.resume_s:.2f} s ({index.tables} table(s) read, "
-            f"{index.searched_runs} run(s) searched)",
-            file=out,
-        )
-    if result.reaped:
-        print(f"  {result.reaped} run(s) left RUNNING by a killed driver set to KILLED", file=out)
-    if index.damaged:
-        print(
-            f"  {index.damaged} sweep table(s) lost rows (a part deleted or damaged): their "
-            "runs were searched instead (the runs are the truth, the table their cache)",
-            file=out,
-        )
-    if result.rebuilt_rows:
-        print(f"  {result.rebuilt_rows} table row(s) rebuilt from their runs", file=out)
-    if result.carried_over:
-        print(
-            f"  {result.carried_over} finished run(s) stored under an older sweeper's cell keys "
-            "carried over (sweeper/store/migrate.py)",
-            file=out,
-        )
-
+    """Dispatch ``todo``, record the outcomes in batches as they arrive, close the store's
+    sweep. The driver keeps counts and keys, not rows: the rows go to the sweep's table."""
+    rerun = settings.rerun(cfg)
+    result.load_table = lambda columns=None: store.table(cells.keys, columns)
+    _say_start(cfg, result, todo, done, rerun and bool(done.finished), out)
     progress = Progress(len(todo), out)
-    recorder = Recorder(tracker, parent, batching, progress, writer, fence)
+    recorder = store.recorder(progress)
     running: set[str] = set()
 
     def count(logged: list[tuple[Cell, Outcome, dict[str, Any]]]) -> None:
@@ -395,8 +256,7 @@ def _drive(
                 elif event.kind == "finished" and cell is not None and outcome is not None:
                     progress.finish(outcome.status == "FINISHED", cell.key in running)
                     running.discard(cell.key)
-                    old = known.get(cell.key)
-                    recorder.add(cell, outcome, [old.run_id] if old else [])
+                    recorder.add(cell, outcome)
                 if recorder.due():
                     count(recorder.flush())
                 progress.draw()
@@ -422,26 +282,43 @@ def _drive(
     result.dispatch_s = time.perf_counter() - dispatch_started
     result.wall_s = time.perf_counter() - started
     if result.lost:  # the sweep is another driver's now: its parent and table too
-        within(CLEANUP_S, lambda: tracker.settle_own(parent))
+        store.abandon()
     else:
-        _end_parent(tracker, cells, known, result, rerun, recorder.batching.patience_s, progress)
+        _close(store, cells, result, progress)
     progress.close()
     print_summary(result, out)
     return result
 
 
-def _end_parent(
-    tracker: Tracker,
-    cells: Grid,
-    known: dict[str, IndexEntry],
-    result: SweepResult,
-    rerun: bool,
-    patience_s: float,
-    progress: Progress,
+def _say_start(
+    cfg: DictConfig, result: SweepResult, todo: Grid, done: Done, recomputing: bool, out: TextIO
 ) -> None:
-    """Consolidate the table, log the summary, end the parent run (FAILED if the store
-    fails now; the next start settles what is left)."""
-    parent = result.parent_run_id
+    """The sweep's first lines: what is left to run, and what resuming found and settled."""
+    print(
+        f"sweep '{result.experiment}': {result.cells} cells, {result.skipped} already "
+        f"finished, {len(todo)} to run{' (rerun=true: recomputing)' if recomputing else ''} "
+        f"({cfg.launcher.name} launcher)",
+        file=out,
+    )
+    lines = [
+        (result.skipped, f"resume check {result.resume_s:.2f} s ({done.tables} table(s) read, "
+                         f"{done.searched_runs} run(s) searched)"),
+        (result.reaped, f"{result.reaped} run(s) left RUNNING by a killed driver set to KILLED"),
+        (done.damaged, f"{done.damaged} sweep table(s) lost rows (a part deleted or damaged): "
+                       "their runs were searched instead (the runs are the truth, the table "
+                       "their cache)"),
+        (result.rebuilt_rows, f"{result.rebuilt_rows} table row(s) rebuilt from their runs"),
+        (result.carried_over, f"{result.carried_over} finished run(s) stored under an older "
+                              "sweeper's cell keys carried over (sweeper/store/migrate.py)"),
+    ]  # fmt: skip
+    for shown, line in lines:
+        if shown:
+            print(f"  {line}", file=out)
+
+
+def _close(store: SweepStore, cells: Grid, result: SweepResult, progress: Progress) -> None:
+    """Close the store's sweep: its table consolidated, the summary logged, the parent run
+    ended (FAILED if the store fails now; the next start settles what is left)."""
     summary = {
         "cells": len(cells),
         "finished": result.finished + result.skipped,
@@ -450,26 +327,18 @@ def _end_parent(
         "wall_s": result.wall_s,
         "cells_per_s": result.cells_per_s,
     }
-
-    def end() -> None:
-        tracker.table(parent).consolidate()
-        if rerun and known and not (result.interrupted or result.store_error):
-            tracker.client.delete_tag(parent, "sweeper.rerun_open")
-        tracker.finish_parent(
-            parent,
-            summary,
-            failed=not result.ok,
-            status="KILLED" if result.interrupted and not result.store_error else None,
-            details=_details(result),
-        )
-
-    try:
-        patiently("ending the sweep's parent run", end, patience_s, progress)
-    except StoreFailed as err:
-        result.store_error = result.store_error or str(err)
-        within(CLEANUP_S, lambda: tracker.settle_parent(parent, "FAILED"))
+    stopped = result.interrupted or bool(result.store_error)
+    error = store.close(
+        summary,
+        _details(result),
+        failed=not result.ok,
+        status="KILLED" if result.interrupted and not result.store_error else None,
+        rerun_ended=not stopped,
+        say=progress,
+    )
+    result.store_error = result.store_error or error
     if result.interrupted or result.store_error:
-        within(CLEANUP_S, lambda: tracker.settle_own(parent))  # a run cut off mid-write
+        store.abandon()  # a run cut off mid-write
 
 
 def validate(cells: Sequence[Cell]) -> None:
@@ -499,54 +368,6 @@ def validate(cells: Sequence[Cell]) -> None:
             check(cell.config)
         except Exception as err:
             raise SweepError(f"invalid cell {cell.label}: {err}") from err
-
-
-def _carry_rows(tracker: Tracker, parent: str, cells: Grid, known: dict[str, IndexEntry]) -> int:
-    """Give the parent's table a row for each cell finished earlier that it lacks (or holds
-    under a legacy key): copied from a sweep's table, else rebuilt from the run. Returns
-    how many were rebuilt."""
-    by_parent: dict[str, dict[str, str]] = {}  # table's parent -> run id -> cell key
-    rebuilt: list[dict[str, Any]] = []
-    for i, key in enumerate(cells.keys):
-        entry = known.get(key)
-        if entry is None:
-            continue
-        if entry.row is not None and entry.parent:
-            held = entry.parent == parent and entry.row.get("cell_key") == key
-            if not held:
-                by_parent.setdefault(entry.parent, {})[entry.run_id] = key
-        else:
-            rebuilt.append(tracker.row_from_run(cells[i], entry.run or entry.run_id))
-    for other, keys in by_parent.items():
-        table = tracker.read_cells_table(other)
-        rows = [] if table is None else table[table["run_id"].isin(keys)].to_dict("records")
-        rows = [{**_present(r), "cell_key": keys[r["run_id"]]} for r in rows]
-        if rows:
-            tracker.write_cells_table(parent, rows, move_mark=False)
-    if rebuilt:
-        tracker.write_cells_table(parent, rebuilt, move_mark=False)
-    return len(rebuilt)
-
-
-def _present(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in row.items() if not _missing(v)}
-
-
-def _sweep_table(
-    tracker: Tracker, parent: str, cells: Grid, columns: Sequence[str] | None = None
-) -> pd.DataFrame | None:
-    """The sweep's table: one row per cell of ``cells`` (its newest FINISHED run, else its
-    newest run), read back from the parent's table."""
-    wanted = None if columns is None else list(dict.fromkeys(["cell_key", "status", *columns]))
-    table = tracker.table(parent).current(wanted)
-    if table is None:
-        return None
-    keys = set(cells.keys)
-    return table[table["cell_key"].isin(keys)].reset_index(drop=True)
-
-
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and value != value)
 
 
 @dataclass

@@ -12,6 +12,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
 from sweeper.paths import CONF_DIR
+from sweeper.store.parent import SweepRun
 
 
 @pytest.fixture
@@ -72,6 +73,6 @@ def replace_table():
         local = tracker.artifact_dir(parent)
         (local / "cells.parquet").unlink(missing_ok=True)
         shutil.rmtree(local / "cells", ignore_errors=True)
-        tracker.write_cells_table(parent, rows)
+        SweepRun(tracker, parent).append(rows)
 
     return replace

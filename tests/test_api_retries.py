@@ -11,6 +11,7 @@ from mlflow.entities import ViewType
 from sweeper.cells import Cell
 from sweeper.execute import Outcome
 from sweeper.progress import Progress
+from sweeper.store.parent import SweepRun
 from sweeper.store.record import Batching, Recorder
 from sweeper.store.tracking import Tracker
 
@@ -21,7 +22,7 @@ def _cell(seed: int) -> Cell:
 
 def test_a_lost_answer_and_a_reset_mid_batch_leave_exactly_one_run_per_cell(tracking_uri):
     tracker = Tracker(tracking_uri, "retries")
-    parent = tracker.parent_run("sweep", "{}")
+    parent = SweepRun.open(tracker, "sweep", "{}")
     batching = Batching(database=None, batch_size=8, log_threads=3, patience_s=30)
     recorder = Recorder(tracker, parent, batching, Progress(8))
     create, calls, lock = tracker.client.create_run, [], threading.Lock()
@@ -61,6 +62,7 @@ def test_a_reset_at_every_step_of_the_start_is_waited_for(composer, tracking_uri
 
     from mlflow import MlflowClient
 
+    from sweeper import store
     from sweeper.sweep import run_sweep
 
     def once(cls, name):
@@ -76,8 +78,8 @@ def test_a_reset_at_every_step_of_the_start_is_waited_for(composer, tracking_uri
 
     once(MlflowClient, "get_experiment_by_name")  # opening the store
     once(Tracker, "sweep_parents")  # the resume check
-    once(Tracker, "parent_run")  # the sweep's parent run
-    once(Tracker, "leftovers")  # settling what a killed driver left
+    once(SweepRun, "open")  # the sweep's parent run
+    once(store, "leftovers")  # settling what a killed driver left
     overrides = ["task=toy", "launcher.name=local", "seeds=2", "horizon=5",
                  f"tracking.uri={tracking_uri}", "experiment.name=resets"]  # fmt: skip
     out = io.StringIO()
@@ -92,19 +94,19 @@ def test_a_store_that_hangs_never_holds_the_exit(composer, tracking_uri, monkeyp
     import io
     import time
 
-    from sweeper import sweep
+    from sweeper import store
     from sweeper.sweep import run_sweep
 
-    def full_disk(self, run_id, rows, until=None, move_mark=True):
+    def full_disk(self, rows, until=None, move_mark=True):
         raise OSError(28, "No space left on device")
 
     def hang(*args, **kwargs):
         time.sleep(600)
 
-    monkeypatch.setattr(Tracker, "write_cells_table", full_disk)
-    monkeypatch.setattr(Tracker, "settle_parent", hang)
-    monkeypatch.setattr(Tracker, "settle_own", hang)
-    monkeypatch.setattr(sweep, "CLEANUP_S", 2.0)
+    monkeypatch.setattr(SweepRun, "append", full_disk)
+    monkeypatch.setattr(SweepRun, "settle", hang)
+    monkeypatch.setattr(store, "settle_own", hang)
+    monkeypatch.setattr(store, "CLEANUP_S", 2.0)
     overrides = ["task=toy", "launcher.name=local", "seeds=2", "horizon=5",
                  f"tracking.uri={tracking_uri}", "experiment.name=hangs"]  # fmt: skip
     started = time.monotonic()

@@ -12,6 +12,7 @@ from mlflow import MlflowClient
 
 from sweeper.servers import postgres
 from sweeper.store.bulk import BulkWriter, RunRecord, database_of
+from sweeper.store.cellruns import log_record
 from sweeper.store.tracking import Tracker
 
 
@@ -49,11 +50,11 @@ def _view(client: MlflowClient, run_id: str) -> dict:
 def _compare(uri: str, database: str) -> None:
     tracker = Tracker(uri, "bulk")
     api, bulk = _record("api", 1_700_000_000_000), _record("bulk", 1_700_000_000_000)
-    tracker.log_record(api)
+    log_record(tracker, api)
     writer = BulkWriter(database, tracker.experiment_id, tracker.artifact_location)
     bulk.run_id = "ab" * 16
     uri_of = writer.artifact_uri(bulk.run_id)
-    tracker.write_run_artifact(bulk.run_id, uri_of, "cell.npz", b"npz bytes")
+    tracker.write_artifact(bulk.run_id, "cell.npz", b"npz bytes", uri_of)
     writer.write([bulk])
     writer.write([bulk])  # a retry of a batch that did commit adds nothing
     bulk.written = False

@@ -27,8 +27,9 @@ import pytest
 from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 
+from sweeper.process import now_ms
 from sweeper.store.lock import Lease, StoreBusy, StoreLock, schema_state
-from sweeper.store.tracking import Tracker, now_ms
+from sweeper.store.tracking import Tracker
 from tests.test_orchestration import _cell_runs, _overrides, _spawn, _statuses, _sweep
 from tests.test_orchestration_server import tracking_server  # noqa: F401 - a fixture
 

@@ -62,3 +62,36 @@ def test_the_orchestrator_imports_no_family_and_the_lock_no_tracking():
     assert not [m for m in modules if m == "tasks" or m.startswith("tasks.")]
     lock = (CONF_DIR.parent / "sweeper" / "store" / "lock.py").read_text()
     assert "from sweeper.store.tracking" not in lock and "import sweeper.store.tracking" not in lock
+
+
+DRIVER = ("sweeper.sweep", "sweeper.grid", "sweeper.execute", "sweeper.launch",
+          "sweeper.progress", "sweeper.multirun", "sweeper.dryrun")  # fmt: skip
+
+
+def test_the_store_imports_nothing_of_the_driver():
+    """Issue #26: the arrows run one way. The store (sweeper/store/) reads cells and outcomes
+    by their attributes; importing every module of it loads no module of the driver."""
+    code = (
+        "import importlib, json, pkgutil, sys, sweeper.store\n"
+        "for info in pkgutil.walk_packages(sweeper.store.__path__, 'sweeper.store.'):\n"
+        "    importlib.import_module(info.name)\n"
+        "print(json.dumps(sorted(sys.modules)))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=TASKS.parent, capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    modules = set(json.loads(done.stdout))
+    assert "sweeper.store.record" in modules and "sweeper.store.index" in modules
+    assert not modules & set(DRIVER), sorted(modules & set(DRIVER))
+
+
+def test_the_driver_talks_to_the_store_through_its_interface_alone():
+    """Issue #26: sweep.py imports ``sweeper.store`` (SweepStore and its few names), none of
+    the store's modules (the index, the lock, the table, the recorder, ...)."""
+    import ast
+
+    tree = ast.parse((CONF_DIR.parent / "sweeper" / "sweep.py").read_text())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    inside = sorted(m for m in imported if m and m.startswith("sweeper.store."))
+    assert "sweeper.store" in imported and not inside, inside

@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
+from sweeper.store.index import read_index
+from sweeper.store.parent import SweepRun
 from sweeper.store.result import CLOCK_MARGIN_MS
 from sweeper.store.tracking import Tracker
 from sweeper.sweep import run_sweep
@@ -187,7 +189,7 @@ def test_parallel_logging_records_every_cell_and_keeps_the_table_consistent(
     assert _statuses(runs) == Counter({"FINISHED": 11, "FAILED": 1})
     assert set(result.table["run_id"]) == {r.info.run_id for r in runs}
     tracker = Tracker(tracking_uri, name)
-    index = tracker.resume_index()
+    index = read_index(tracker)
     # A sweep that did not end FINISHED: only the runs that ended within the clock margin
     # of its table's mark are searched (sweeper/store/result.py), not every run.
     (parent,) = tracker.sweep_parents()
@@ -204,11 +206,11 @@ def test_runs_whose_table_part_was_never_written_are_found_by_the_next_start(
     name = "mark"
     overrides = _overrides(tracking_uri, name, "seeds=4", "launcher.name=local")
 
-    def full_disk(self, run_id, rows, until=None):
+    def full_disk(self, rows, until=None):
         raise OSError(28, "No space left on device")
 
     with monkeypatch.context() as patch:
-        patch.setattr(Tracker, "write_cells_table", full_disk)
+        patch.setattr(SweepRun, "append", full_disk)
         first, out = _sweep(composer, overrides)
     assert first.store_error and "No space left" in first.store_error
     runs = _cell_runs(tracking_uri, name)
@@ -354,7 +356,7 @@ def test_the_resume_index_reads_tables_and_searches_only_runs_after_the_last_flu
 ):
     name = "index"
     first, _ = _sweep(composer, _overrides(tracking_uri, name, "seeds=5"))
-    index = Tracker(tracking_uri, name).resume_index()
+    index = read_index(Tracker(tracking_uri, name))
     assert len(index.finished) == 5 and index.tables == 1
     assert index.searched_runs == 0, "a complete table needs no run search"
     # A bigger sweep of the same experiment reuses the 5 finished cells of the first one.

@@ -11,6 +11,7 @@ import pytest
 from mlflow import MlflowClient
 
 from sweeper.servers import mlflow_server
+from sweeper.store.index import read_index
 from sweeper.store.tracking import Tracker
 from sweeper.sweep import run_sweep
 
@@ -48,7 +49,7 @@ def test_a_sweep_logs_to_a_tracking_server_in_parallel_and_resumes(
     client = MlflowClient(tracking_server)
     finished = next(r for r in runs if r.info.status == "FINISHED")
     assert Path(client.download_artifacts(finished.info.run_id, "cell.npz")).stat().st_size
-    index = tracker.resume_index()
+    index = read_index(tracker)
     assert len(index.finished) == 9 and index.tables == 1 and index.searched_runs == 0
 
     again = run_sweep(composer(overrides), composer, overrides, out=io.StringIO())

@@ -13,6 +13,7 @@ from sweeper.cells import Cell
 from sweeper.execute import Outcome
 from sweeper.progress import Progress
 from sweeper.store.bulk import BulkWriter
+from sweeper.store.parent import SweepRun
 from sweeper.store.record import Batching, Recorder, open_writer, transient
 from sweeper.store.tracking import StoreFailed, Tracker
 
@@ -29,7 +30,7 @@ def _outcome(seed: int) -> Outcome:
 def recording(tracking_uri, capsys):
     """A tracker, its sweep's parent run and a recorder writing straight into sqlite."""
     tracker = Tracker(tracking_uri, "record")
-    parent = tracker.parent_run("sweep", "{}")
+    parent = SweepRun.open(tracker, "sweep", "{}")
     batching = Batching(database=tracking_uri, batch_size=2, patience_s=5)
     recorder = Recorder(tracker, parent, batching, Progress(6), open_writer(batching, tracker))
     yield tracker, parent, recorder
@@ -64,22 +65,22 @@ def test_flush_hands_a_batch_over_and_the_next_flush_returns_it(recording, monke
     assert sorted(r.data.tags["seed"] for r in runs) == ["0", "1", "2"]
     # The mark only covers what the table holds: the first batch's mark is its closing
     # time, before the third cell was received; the last is past every cell.
-    until = int(tracker.client.get_run(parent).data.tags["table_until"])
+    until = int(tracker.client.get_run(parent.run_id).data.tags["table_until"])
     assert until >= second_received
-    table = tracker.table(parent).read()
+    table = parent.table.read()
     assert sorted(table["seed"]) == [0, 1, 2]
 
 
 def test_a_mark_never_passes_a_cell_of_a_later_batch(recording, monkeypatch):
     tracker, parent, recorder = recording
     marks = []
-    original = Tracker.write_cells_table
+    original = SweepRun.append
 
-    def spy(self, run_id, rows, until=None):
+    def spy(self, rows, until=None):
         marks.append(until)
-        return original(self, run_id, rows, until)
+        return original(self, rows, until)
 
-    monkeypatch.setattr(Tracker, "write_cells_table", spy)
+    monkeypatch.setattr(SweepRun, "append", spy)
     received = []
     for seed in range(6):
         recorder.add(_cell(seed), _outcome(seed), [])

@@ -21,6 +21,7 @@ from sweeper.paths import CONF_DIR
 from sweeper.report import build_report
 from sweeper.report.__main__ import main as report_main
 from sweeper.report.load import ReportError
+from sweeper.store.parent import SweepRun
 from sweeper.store.tracking import Tracker
 from sweeper.sweep import run_sweep
 
@@ -191,7 +192,7 @@ def test_cells_missing_from_the_tables_are_read_from_their_runs(uri, tmp_path, r
     experiment = client.get_experiment_by_name("rep_missing")
     parents = client.search_runs([experiment.experiment_id], "tags.role = 'sweep'")
     tracker = Tracker(uri, "rep_missing")
-    tables = {p.info.run_id: tracker.read_cells_table(p.info.run_id) for p in parents}
+    tables = {p.info.run_id: SweepRun(tracker, p.info.run_id).rows() for p in parents}
     parent, table = next((k, t) for k, t in tables.items() if set(t.tuner) == {"theory"})
     dropped = table.iloc[0]
     # As a driver killed between logging the run and flushing its table leaves it: the

@@ -15,6 +15,7 @@ import pandas as pd
 
 from sweeper.report.load import load_experiment
 from sweeper.servers import finished_runs
+from sweeper.store.index import read_index
 from sweeper.store.result import result_of, results
 from sweeper.store.tracking import Tracker
 
@@ -52,7 +53,7 @@ def _views(uri: str, name: str) -> tuple[dict, dict, dict]:
     """cell key -> its run: as the resume index, the report and the newest sweep's table
     see it."""
     tracker = Tracker(uri, name)
-    index = {k: e.run_id for k, e in tracker.resume_index().finished.items()}
+    index = {k: e.run_id for k, e in read_index(tracker).finished.items()}
     cells = load_experiment(name, uri).cells
     finished = cells[cells["status"] == "FINISHED"]
     report = dict(zip(finished["cell_key"], finished["run_id"], strict=True))

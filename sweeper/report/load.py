@@ -29,13 +29,16 @@ import pyarrow as pa
 import yaml
 from mlflow import MlflowClient
 
+from sweeper.cellnpz import unpack
 from sweeper.configs import ConfigSearch
 from sweeper.errors import SweepError
 from sweeper.provenance import LIBRARIES_TAG
+from sweeper.store.index import MAX_INDEX_PARENTS
 from sweeper.store.result import CLOCK_MARGIN_MS, result_of
 from sweeper.store.table import CELLS_TABLE, CellTable, holds, run_artifacts
 from sweeper.store.tracking import (
-    MAX_INDEX_PARENTS,
+    CELL_ARTIFACT,
+    MAX_PARAM_LENGTH,
     TABLE_RUNS,
     check_store,
     number_or_none,
@@ -367,13 +370,16 @@ def _row_from_run(client: MlflowClient, run: Any, top_keys: set[str], task: Task
     params = {k: _parse_param(v) for k, v in run.data.params.items()}
     if top_keys:
         params = {k: v for k, v in params.items() if k.split(".")[0] in top_keys}
+    config = unflatten(params)
+    if any(_cut(v) for v in run.data.params.values()):  # MLflow keeps 500 characters
+        config = _whole_config(client, run) or config
     row: dict[str, Any] = {
         "cell_key": tags["cell_key"],
         "run_id": run.info.run_id,
         **{g: tags.get(g) for g in task.groups},
         "seed": tags.get("seed"),
         "error": tags.get("error"),
-        "config": unflatten(params),
+        "config": config,
         "source": "run",
     }
     if run.info.status == "FINISHED":
@@ -383,6 +389,21 @@ def _row_from_run(client: MlflowClient, run: Any, top_keys: set[str], task: Task
             row["curve_step"] = np.array([m.step for m in history])
             row[f"curve_{name}"] = np.array([m.value for m in history])
     return row
+
+
+def _cut(text: str) -> bool:
+    """Whether a param's value was cut to MLflow's length (sweeper/store/cellruns.py)."""
+    return len(text) >= MAX_PARAM_LENGTH and text.endswith("...")
+
+
+def _whole_config(client: MlflowClient, run: Any) -> dict[str, Any] | None:
+    """The cell's whole config from its ``cell.npz`` (sweeper/cellnpz.py), or None."""
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = client.download_artifacts(run.info.run_id, CELL_ARTIFACT, tmp)
+            return unpack(Path(path).read_bytes())["config"]
+    except Exception:  # noqa: BLE001 - no cell.npz (a FAILED cell): the params it is
+        return None
 
 
 def _marks(params: Mapping[str, str], config: Mapping[str, Any], word: str) -> list[float]:

@@ -1,0 +1,362 @@
+"""The store: the MLflow experiment a sweep records into, as the driver sees it (docs/
+architecture.md, "The store").
+
+The driver talks to it in a few verbs, whatever is behind the tracking URI (a sqlite file,
+a tracking server through MLflow's API, a server's database written directly)::
+
+    with SweepStore.open(uri, name, task, ...) as store:  # the lock, or lease and fence
+        done = store.done(cells)           # what is finished: the resume index
+        store.prepare(cfg, writes=...)     # how batches are written; bad settings refused
+        store.begin(key, config, ...)      # the parent run; what killed drivers left settled
+        recorder = store.recorder(progress)  # record batches (add, due, flush, drain, close)
+        store.close(summary, ...)          # the table consolidated, the parent ended
+
+Behind the verbs, and nowhere else: the one-driver rule (:mod:`~sweeper.store.lock`), the
+resume index (:mod:`~sweeper.store.index`), the settling of leftovers and supersession
+(:mod:`~sweeper.store.settle`), legacy keys (:mod:`~sweeper.store.migrate`), the parent run
+and its table parts (:mod:`~sweeper.store.parent`, :mod:`~sweeper.store.table`), and
+writing runs in batches or through the API (:mod:`~sweeper.store.record`,
+:mod:`~sweeper.store.bulk`). The store imports nothing of the driver: it reads cells and
+outcomes by their attributes (:class:`~sweeper.store.cellruns.CellLike`).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import pandas as pd
+from omegaconf import DictConfig
+
+from sweeper import settings
+from sweeper.store.cellruns import row_from_run
+from sweeper.store.index import IndexEntry, read_index
+from sweeper.store.lock import AdvisoryLock, Fence, Lease, LeaseLost, sqlite_path, store_lock
+from sweeper.store.migrate import Cells, carry_over
+from sweeper.store.parent import SweepRun
+from sweeper.store.record import Batching, Recorder, Says, open_writer, patience_of, patiently
+from sweeper.store.settle import leftovers, reap, settle_own, settle_supersession
+from sweeper.store.tracking import Tracker, check_store, quiet_mlflow, resolve_uri
+from sweeper.task import Task
+
+__all__ = [
+    "CLEANUP_S",
+    "Done",
+    "LeaseLost",
+    "SweepStore",
+    "check_store",
+    "patience_of",
+    "resolve_uri",
+    "within",
+]
+
+T = TypeVar("T")
+CLEANUP_S = 10.0
+"""The longest the driver's clean-up after a failure (settling its runs, dropping its lease)
+may wait for a store that does not answer: what it leaves, the next start settles."""
+
+
+def within(seconds: float, action: Callable[[], Any]) -> None:
+    """``action()``, given up after ``seconds`` (it goes on in a daemon thread that dies with
+    the process): a store that hangs never holds the driver's exit; errors are ignored."""
+
+    def attempt() -> None:
+        with suppress(Exception):
+            action()
+
+    thread = threading.Thread(target=attempt, name="sweeper-cleanup", daemon=True)
+    thread.start()
+    thread.join(seconds)
+
+
+@dataclass
+class Done:
+    """What the experiment already holds of a sweep (:meth:`SweepStore.done`).
+
+    Attributes
+    ----------
+    finished : dict of str to str
+        Cell key -> the run that is its result, for the sweep's cells that have one.
+    tables, searched_runs, damaged : int
+        Sweep tables read, runs searched, tables that lost rows (their runs searched).
+    retagged : int
+        Runs of an interrupted rerun re-tagged ``superseded_by``.
+    carried : int
+        Runs stored under an older sweeper's cell keys carried over to today's.
+    seconds : float
+        How long reading it took.
+    """
+
+    finished: dict[str, str]
+    tables: int = 0
+    searched_runs: int = 0
+    damaged: int = 0
+    retagged: int = 0
+    carried: int = 0
+    seconds: float = 0.0
+
+
+class SweepStore:
+    """The experiment a sweep records into, held by this driver alone while it is open.
+
+    Build it with :meth:`open`. ``patience_s`` bounds every call's wait for a store that is
+    away (a server or database restarting), said through ``say``; past it,
+    :class:`~sweeper.errors.StoreFailed`.
+    """
+
+    def __init__(self, tracker: Tracker, fence: Fence | None, patience_s: float, say: Says):
+        self.tracker, self.fence = tracker, fence
+        self.patience_s, self.say = patience_s, say
+        self.parent: SweepRun | None = None
+        self.batching: Batching | None = None
+        self.writer: Any = None
+        self._known: dict[str, IndexEntry] = {}
+        self._rerun = False
+
+    @classmethod
+    @contextmanager
+    def open(
+        cls,
+        uri: str,
+        experiment: str,
+        task: Task,
+        artifacts_destination: str | None,
+        command: str,
+        patience_s: float,
+        say: Says,
+    ) -> Iterator[SweepStore]:
+        """Open experiment ``experiment`` of the store at ``uri`` for this driver alone: the
+        sqlite file's lock, or a PostgreSQL advisory lock, or a lease on a tracking server,
+        then the experiment's fencing token (:mod:`sweeper.store.lock`); released on exit.
+        ``command`` (the resume command) is recorded as the holder."""
+        quiet_mlflow()
+        with store_lock(uri, command):
+            tracker = _patiently(
+                f"opening the MLflow store {uri}",
+                lambda: Tracker(uri, experiment, task, artifacts_destination),
+                patience_s,
+                say,
+            )
+            fence, release = _patiently(
+                "taking the experiment's lease", lambda: _hold(tracker, command), patience_s, say
+            )
+            try:
+                yield cls(tracker, fence, patience_s, say)
+            finally:
+                within(CLEANUP_S, release)
+
+    # --- what the driver reads ------------------------------------------------------
+    @property
+    def uri(self) -> str:
+        """The tracking URI, a password in it redacted (it is printed)."""
+        return settings.redact(self.tracker.uri)
+
+    @property
+    def experiment_id(self) -> str:
+        return self.tracker.experiment_id
+
+    @property
+    def task(self) -> Task:
+        return self.tracker.task
+
+    @property
+    def parent_run_id(self) -> str:
+        return self._parent().run_id
+
+    @property
+    def note(self) -> str:
+        """What opening did to a sqlite store (upgraded or repaired whole), or empty."""
+        return self.tracker.store_note
+
+    @property
+    def library_change(self) -> str:
+        """How the libraries differ from the resumed sweep's (empty if they do not)."""
+        return self.parent.library_change if self.parent is not None else ""
+
+    # --- the verbs ------------------------------------------------------------------
+    def done(self, cells: Cells) -> Done:
+        """The cells of ``cells`` that have a result: the resume index, after re-tagging an
+        interrupted rerun's runs and carrying over runs under legacy keys."""
+        started = time.perf_counter()
+
+        def read() -> tuple[Any, int, int]:
+            parents = self.tracker.sweep_parents()
+            index = read_index(self.tracker, parents)
+            retagged = settle_supersession(self.tracker, parents, index)
+            return index, retagged, carry_over(self.tracker, cells, index)
+
+        index, retagged, carried = self._patiently("reading what the experiment holds", read)
+        self._known = {k: index.finished[k] for k in cells.keys if k in index.finished}
+        finished = {k: entry.run_id for k, entry in self._known.items()}
+        seconds = time.perf_counter() - started
+        return Done(
+            finished, index.tables, index.searched_runs, index.damaged, retagged, carried, seconds
+        )
+
+    def prepare(self, cfg: DictConfig, writes: bool) -> None:
+        """How batches will be written (the ``tracking`` settings), and the writer into the
+        store's database when there is one and ``writes``: bad settings, or a database that
+        is not the store's own, are refused here, before anything runs."""
+        self.batching = Batching.of(cfg, self.tracker)
+        self.writer = open_writer(self.batching, self.tracker) if writes else None
+
+    def begin(
+        self, sweep_key: str, config_yaml: str, description: str, cells: Cells, rerun: bool
+    ) -> tuple[int, int]:
+        """The sweep's parent run (reused when the same sweep starts again); then what
+        killed drivers left is settled: their RUNNING runs set KILLED, their table parts
+        consolidated, the table given a row for each cell finished before that it lacks.
+        Returns (runs reaped, rows rebuilt from their runs)."""
+        self._rerun = rerun
+        self.parent = self._patiently(
+            "creating the sweep's parent run",
+            lambda: SweepRun.open(self.tracker, sweep_key, config_yaml, description),
+        )
+        try:
+            return self._patiently(
+                "settling the runs a killed driver left RUNNING", lambda: self._settle(cells)
+            )
+        except BaseException as err:
+            self.abandon("KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED")
+            raise
+
+    def recorder(self, progress: Says) -> Recorder:
+        """The recorder of this sweep's cells (:class:`~sweeper.store.record.Recorder`): a
+        cell that has a result already gets a run that supersedes it."""
+        assert self.parent is not None and self.batching is not None, "begin() first"
+        known = {k: e.run_id for k, e in self._known.items()}
+        return Recorder(
+            self.tracker, self.parent, self.batching, progress, self.writer, self.fence, known
+        )
+
+    def close(
+        self,
+        summary: Mapping[str, float],
+        details: Mapping[str, Any],
+        failed: bool,
+        status: str | None,
+        rerun_ended: bool,
+        say: Says,
+    ) -> str:
+        """Consolidate the table, log the summary and end the parent run (``status``, else
+        FAILED when ``failed``, else FINISHED); ``rerun_ended``: a rerun that ran to its end
+        clears its mark. Returns the store's error when it fails now (the parent is then
+        set FAILED and the next start settles what is left), else an empty string."""
+        parent = self._parent()
+
+        def end() -> None:
+            parent.table.consolidate()
+            if self._rerun and self._known and rerun_ended:
+                self.tracker.client.delete_tag(parent.run_id, "sweeper.rerun_open")
+            parent.finish(summary, failed=failed, status=status, details=details)
+
+        try:
+            patiently("ending the sweep's parent run", end, self.patience_s, say)
+        except Exception as err:  # StoreFailed: recorded by the caller
+            within(CLEANUP_S, lambda: parent.settle("FAILED"))
+            return str(err)
+        return ""
+
+    def abandon(self, status: str | None = None) -> None:
+        """After a failure: end the parent run ``status`` (if given) and set KILLED the cell
+        runs this driver left RUNNING, each bounded by :data:`CLEANUP_S`."""
+        parent = self.parent
+        if parent is None:
+            return
+        if status is not None:
+            within(CLEANUP_S, lambda: parent.settle(status))
+        within(CLEANUP_S, lambda: settle_own(self.tracker, parent.run_id))
+
+    def table(
+        self, keys: Sequence[str], columns: Sequence[str] | None = None
+    ) -> pd.DataFrame | None:
+        """The sweep's table read back: one row per cell of ``keys`` (its result's row)."""
+        wanted = None if columns is None else list(dict.fromkeys(["cell_key", "status", *columns]))
+        table = self._parent().table.current(wanted)
+        if table is None:
+            return None
+        return table[table["cell_key"].isin(set(keys))].reset_index(drop=True)
+
+    # --- internals ------------------------------------------------------------------
+    def _parent(self) -> SweepRun:
+        assert self.parent is not None, "begin() first"
+        return self.parent
+
+    def _patiently(self, what: str, action: Callable[[], T]) -> T:
+        return _patiently(what, action, self.patience_s, self.say)
+
+    def _settle(self, cells: Cells) -> tuple[int, int]:
+        parent = self._parent()
+        reaped = len(reap(self.tracker, leftovers(self.tracker, parent.run_id), parent.run_id))
+        parent.table.consolidate()  # the parts a killed driver left
+        rebuilt = _carry_rows(self.tracker, parent, cells, self._known)
+        if self._rerun and self._known:  # cleared when the rerun ends; a start that finds it
+            parent.set_tags({"sweeper.rerun_open": "1"})  # re-tags (settle_supersession)
+        return reaped, rebuilt
+
+
+def _patiently(what: str, action: Callable[[], T], patience_s: float, say: Says) -> T:
+    return patiently(settings.redact(what), action, patience_s, say)
+
+
+def _hold(tracker: Tracker, command: str) -> tuple[Fence | None, Callable[[], None]]:
+    """Take the experiment for this driver where the sqlite file lock does not reach: an
+    advisory lock on a PostgreSQL store, a lease on a tracking server (or another database);
+    then claim its fencing token. Returns the fence (None for sqlite) and its release."""
+    if sqlite_path(tracker.uri) is not None:
+        return None, lambda: None
+    lock, lease = None, None
+    if settings.scheme(tracker.uri) == "postgresql":
+        lock = AdvisoryLock(tracker.uri, tracker.experiment_id, tracker.driver, command)
+        lock.acquire()
+    else:
+        lease = Lease(tracker.client, tracker.experiment_id, tracker.driver, command)
+        lease.acquire()
+    fence = Fence(tracker.client, tracker.experiment_id, tracker.driver, lease, lock)
+    try:
+        fence.claim()
+    except BaseException:
+        (lock or lease).release()
+        raise
+    return fence, (lock or lease).release
+
+
+def _carry_rows(
+    tracker: Tracker, parent: SweepRun, cells: Cells, known: dict[str, IndexEntry]
+) -> int:
+    """Give the parent's table a row for each cell finished earlier that it lacks (or holds
+    under a legacy key): copied from another sweep's table, else rebuilt from the run.
+    Returns how many were rebuilt."""
+    by_parent: dict[str, dict[str, str]] = {}  # table's parent -> run id -> cell key
+    rebuilt: list[dict[str, Any]] = []
+    for i, key in enumerate(cells.keys):
+        entry = known.get(key)
+        if entry is None:
+            continue
+        if entry.row is not None and entry.parent:
+            held = entry.parent == parent.run_id and entry.row.get("cell_key") == key
+            if not held:
+                by_parent.setdefault(entry.parent, {})[entry.run_id] = key
+        else:
+            rebuilt.append(row_from_run(tracker, cells[i], entry.run or entry.run_id))
+    for other, keys in by_parent.items():
+        table = SweepRun(tracker, other).rows()
+        rows = [] if table is None else table[table["run_id"].isin(keys)].to_dict("records")
+        rows = [{**_present(r), "cell_key": keys[r["run_id"]]} for r in rows]
+        if rows:
+            parent.append(rows, move_mark=False)
+    if rebuilt:
+        parent.append(rebuilt, move_mark=False)
+    return len(rebuilt)
+
+
+def _present(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in row.items() if not _missing(v)}
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and value != value)

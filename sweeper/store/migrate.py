@@ -9,15 +9,27 @@ the old one has, the run is re-tagged (``cell_key`` = today's key, ``sweeper.leg
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any, Protocol
 
-from sweeper.grid import Grid
-from sweeper.store.tracking import ResumeIndex, Tracker
+from sweeper.store.index import ResumeIndex
+from sweeper.store.tracking import Tracker
 
 LEGACY_TAG = "sweeper.legacy_cell_key"
 
 
-def carry_over(tracker: Tracker, cells: Grid, index: ResumeIndex) -> int:
+class Cells(Protocol):
+    """A sweep's cells as the store reads them (:class:`sweeper.grid.Grid` is one): their
+    keys, and the cell at a position, built only when asked (a
+    :class:`~sweeper.store.cellruns.CellLike` with its ``legacy_key``)."""
+
+    keys: Sequence[str]
+
+    def __getitem__(self, i: int) -> Any: ...
+
+
+def carry_over(tracker: Tracker, cells: Cells, index: ResumeIndex) -> int:
     """Re-tag the runs of cells finished under their legacy key; return how many.
 
     The index is updated in place, so the driver skips those cells and writes their rows

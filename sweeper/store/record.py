@@ -19,27 +19,27 @@ database); a full disk or a bad schema stops the sweep at once.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from omegaconf import DictConfig
 
 from sweeper import memory
-from sweeper.cells import Cell
-from sweeper.errors import SweepError, boolean
-from sweeper.execute import Outcome
-from sweeper.progress import Progress
+from sweeper.errors import StoreFailed, SweepError, boolean
+from sweeper.process import now_ms
 from sweeper.settings import redact
 from sweeper.store.bulk import BulkWriter, RunRecord, database_of
+from sweeper.store.cellruns import CellLike, OutcomeLike, discard_attempts, log_record, record_of
 from sweeper.store.lock import Fence
-from sweeper.store.tracking import STORE_ERRORS, StoreFailed, Tracker, now_ms
+from sweeper.store.parent import SweepRun
+from sweeper.store.tracking import STORE_ERRORS, Tracker
 
 T = TypeVar("T")
-Logged = tuple[Cell, Outcome, dict[str, Any]]
+Logged = tuple[CellLike, OutcomeLike, dict[str, Any]]
 """A recorded cell: the cell, its outcome and its row of the sweep's table."""
-Received = tuple[Cell, Outcome, list[str], int]
+Received = tuple[CellLike, OutcomeLike, list[str], int]
 """A cell to record: the cell, its outcome, the runs it supersedes, when it was received
 (ms)."""
 BACKOFF_S = (1.0, 30.0)
@@ -72,6 +72,12 @@ TRANSIENT = (
     "gateway timeout",
 )
 """Words of the errors a restarting server or database gives (waited for)."""
+
+
+class Says(Protocol):
+    """Where waiting for the store is said (the driver's progress line is one)."""
+
+    def message(self, text: str) -> None: ...
 
 
 def transient(err: BaseException) -> bool:
@@ -168,27 +174,31 @@ class Recorder:
     Parameters
     ----------
     tracker : Tracker
-    parent : str
-        The sweep's parent run id.
+    parent : SweepRun
+        The sweep's parent run: its table gets a part per batch.
     batching : Batching
-    progress : Progress
+    progress : Says
         Where waiting for the store is said.
     writer : BulkWriter or None
         Writes runs straight into the store's database; None: through MLflow's API.
     fence : Fence or None
         This driver's hold on the experiment (a lease, an advisory lock), checked by every
         batch (in its transaction when it goes into the database); None: a file lock.
+    results : mapping of str to str, optional
+        Cell key -> the run that is its result now: a new run of that cell supersedes it.
     """
 
     def __init__(
         self,
         tracker: Tracker,
-        parent: str,
+        parent: SweepRun,
         batching: Batching,
-        progress: Progress,
+        progress: Says,
         writer: BulkWriter | None = None,
         fence: Fence | None = None,
+        results: Mapping[str, str] | None = None,
     ) -> None:
+        self.results = results or {}
         self.fence = fence  # the experiment still this driver's: checked by every batch
         self.tracker, self.parent, self.batching, self.progress = (
             tracker, parent, batching, progress,
@@ -212,7 +222,14 @@ class Recorder:
         """Whether a wait for the store should end (a Ctrl-C, or :meth:`close`)."""
         return self.closing or (self.stop is not None and self.stop.requested)
 
-    def add(self, cell: Cell, outcome: Outcome, supersedes: list[str]) -> None:
+    def add(
+        self, cell: CellLike, outcome: OutcomeLike, supersedes: list[str] | None = None
+    ) -> None:
+        """Take a finished cell into the open batch; ``supersedes``: the runs its run
+        supersedes (default: the cell's result in ``results``, if any)."""
+        if supersedes is None:
+            old = self.results.get(cell.key)
+            supersedes = [old] if old else []
         if not self.batch:
             self.opened = time.monotonic()
         self.batch.append((cell, outcome, supersedes, max(now_ms(), self.mark)))
@@ -272,7 +289,7 @@ class Recorder:
         ``end_time >= mark``). When the store fails part way, the cells whose runs were
         written are kept in :attr:`cut` (their rows are rebuilt by the next start)."""
         made = [
-            self.tracker.record_of(cell, outcome, self.parent, supersedes, received)
+            record_of(self.tracker, cell, outcome, self.parent.run_id, supersedes, received)
             for cell, outcome, supersedes, received in batch
         ]
         logged = [(c, o, row) for (c, o, _, _), (_, row) in zip(batch, made, strict=True)]
@@ -288,7 +305,7 @@ class Recorder:
         try:
             self._patiently(
                 "writing the sweep's table",
-                lambda: self.tracker.write_cells_table(self.parent, rows, until=closed),
+                lambda: self.parent.append(rows, until=closed),
             )
         except BaseException:
             self.cut = logged
@@ -308,12 +325,12 @@ class Recorder:
                 local = self.tracker.artifact_dir(record.run_id, uri)
                 for name, data in record.artifacts.items():
                     if local is None:
-                        later.append((record.run_id, uri, name, data))
+                        later.append((record.run_id, name, data, uri))
                     else:
-                        self.tracker.write_run_artifact(record.run_id, uri, name, data)
+                        self.tracker.write_artifact(record.run_id, name, data, uri)
             self.writer.write(records)
             for artifact in later:
-                self.tracker.write_run_artifact(*artifact)
+                self.tracker.write_artifact(*artifact)
             return
         todo = [r for r in records if not r.written]
         if self.pool is None:
@@ -332,9 +349,9 @@ class Recorder:
         runs behind."""
         record.tags.setdefault(ATTEMPT_TAG, record.run_id)
         if record.attempted:
-            self.tracker.discard_attempts(record.tags[ATTEMPT_TAG])
+            discard_attempts(self.tracker, record.tags[ATTEMPT_TAG])
         record.attempted = True
-        self.tracker.log_record(record)
+        log_record(self.tracker, record)
         record.written = True
 
     def _patiently(self, what: str, action: Callable[[], T]) -> T:
@@ -342,7 +359,7 @@ class Recorder:
 
 
 def patiently(
-    what: str, action: Callable[[], T], patience_s: float, progress: Progress, stop: Any = None
+    what: str, action: Callable[[], T], patience_s: float, progress: Says, stop: Any = None
 ) -> T:
     """``action()``, retried with a doubling backoff while the store is away (a transient
     error), for up to ``patience_s`` seconds, saying so on the progress line; then

@@ -1,0 +1,114 @@
+"""Settling what earlier drivers left: runs left RUNNING by a killed driver, and the
+``superseded_by`` tags of a rerun that did not end (docs/architecture.md, "Resume and
+reruns").
+
+A run left RUNNING by a killed driver (cell or sweep) is set to KILLED (tag
+``sweeper.reaped``) when a sweep next starts in the experiment: they are searched for by
+status, whatever the tables say. A rerun marks its parent ``sweeper.rerun_open`` until it
+ends; a start that finds the mark re-tags every older FINISHED run of each cell, so exactly
+one FINISHED run per cell is untagged: the one :func:`sweeper.store.result.result_of` picks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from sweeper.process import driver_alive, now_ms
+from sweeper.store.index import IndexEntry, ResumeIndex
+from sweeper.store.result import result_of
+from sweeper.store.tracking import Tracker
+
+ORPHAN_AFTER_MS = 120_000
+"""A cell run is RUNNING only while the driver logs it (well under a second): one RUNNING
+for longer than this, or whose driver process is gone, was left by a killed driver."""
+
+
+def leftovers(tracker: Tracker, parent_id: str | None = None) -> list[Any]:
+    """The RUNNING cell runs and sweep parents (but ``parent_id``) of the experiment,
+    found by status: a run created after a table's last flush but before its
+    ``table_until`` mark (a driver aborted while logging) is found too."""
+    running = tracker.runs("attributes.status = 'RUNNING'")
+    return [
+        r
+        for r in running
+        if r.info.run_id != parent_id
+        and ("cell_key" in r.data.tags or r.data.tags.get("role") == "sweep")
+    ]
+
+
+def reap(tracker: Tracker, running: Iterable[Any], parent_id: str | None = None) -> list[str]:
+    """Set KILLED the RUNNING runs left by killed drivers; return their run ids.
+
+    A run is left over when it belongs to ``parent_id`` (this sweep, now driven by this
+    process), or was made by this process (an earlier sweep it aborted), or its driver
+    process is not known to be alive (gone, or on another host: the caller holds the
+    store's lock or the experiment's lease, so no other driver writes here), or it has
+    been RUNNING for longer than :data:`ORPHAN_AFTER_MS`. A RUNNING run of a live
+    driver on this host that holds no lock (an older sweeper) is left alone.
+    """
+    reaped = []
+    for run in running:
+        tags = run.data.tags
+        driver = tags.get("sweeper.driver")
+        stale = now_ms() - int(run.info.start_time) > ORPHAN_AFTER_MS
+        mine = tags.get("mlflow.parentRunId") == parent_id or driver == tracker.driver
+        if mine or driver_alive(driver) is not True or stale:
+            tracker.client.set_tag(
+                run.info.run_id, "sweeper.reaped", "left RUNNING by a killed driver"
+            )
+            tracker.client.set_terminated(run.info.run_id, "KILLED")
+            reaped.append(run.info.run_id)
+    return reaped
+
+
+def settle_own(tracker: Tracker, parent_id: str | None = None) -> int:
+    """Set KILLED the cell runs this process left RUNNING (a second Ctrl-C cut one off
+    while it was being logged); best effort. Returns how many."""
+    try:
+        mine = tracker.runs(
+            f"tags.`sweeper.driver` = '{tracker.driver}' and attributes.status = 'RUNNING'"
+        )
+        own = [r for r in mine if r.info.run_id != parent_id and "cell_key" in r.data.tags]
+        for run in own:
+            tracker.client.set_tag(run.info.run_id, "sweeper.reaped", "its driver was stopped")
+            tracker.client.set_terminated(run.info.run_id, "KILLED")
+        return len(own)
+    except Exception:  # noqa: BLE001 - the next start settles them
+        return 0
+
+
+def settle_supersession(tracker: Tracker, parents: Iterable[Any], index: ResumeIndex) -> int:
+    """After a rerun that did not end (a parent tagged ``sweeper.rerun_open``): tag every
+    FINISHED run of each cell but the newest ``superseded_by`` the newest, untag the
+    newest, make the newest each cell's entry in ``index``, and clear the marks.
+    Returns how many runs were re-tagged."""
+    marked = [p for p in parents if p.data.tags.get("sweeper.rerun_open")]
+    if not marked:
+        return 0
+    finished = tracker.runs("tags.cell_key != '' and attributes.status = 'FINISHED'")
+    by_key: dict[str, list[Any]] = {}
+    for run in finished:
+        by_key.setdefault(run.data.tags["cell_key"], []).append(run)
+    newest = {
+        key: result_of(runs, lambda r: (r.info.status, r.info.start_time))
+        for key, runs in by_key.items()
+    }
+    for key, run in newest.items():
+        index.add(key, IndexEntry(run.info.run_id, int(run.info.start_time), run=run))
+    fixed = 0
+    for run in finished:
+        current = newest[run.data.tags["cell_key"]].info.run_id
+        tag = run.data.tags.get("superseded_by")
+        if run.info.run_id == current and tag is not None:
+            tracker.client.delete_tag(run.info.run_id, "superseded_by")
+            fixed += 1
+        elif run.info.run_id != current and tag != current:
+            tracker.client.set_tag(run.info.run_id, "superseded_by", current)
+            fixed += 1
+    for parent in marked:
+        tracker.client.delete_tag(parent.info.run_id, "sweeper.rerun_open")
+    return fixed
+
+
+# --- parent run -----------------------------------------------------------------
