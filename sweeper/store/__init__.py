@@ -39,7 +39,13 @@ from sweeper.store.lock import AdvisoryLock, Fence, Lease, LeaseLost, sqlite_pat
 from sweeper.store.migrate import Cells, carry_over
 from sweeper.store.parent import SweepRun
 from sweeper.store.record import Batching, Recorder, Says, open_writer, patience_of, patiently
-from sweeper.store.settle import leftovers, reap, settle_own, settle_supersession
+from sweeper.store.settle import (
+    clear_orphans,
+    leftovers,
+    reap,
+    settle_own,
+    settle_supersession,
+)
 from sweeper.store.tracking import Tracker, check_store, quiet_mlflow, resolve_uri
 from sweeper.task import Task
 
@@ -292,6 +298,11 @@ class SweepStore:
     def _settle(self, cells: Cells) -> tuple[int, int]:
         parent = self._parent()
         reaped = len(reap(self.tracker, leftovers(self.tracker, parent.run_id), parent.run_id))
+        orphans = clear_orphans(self.tracker, self.tracker.artifact_root)
+        if orphans:
+            self.say.message(
+                f"  {orphans} artifact director(ies) of runs a failed batch never committed removed"
+            )
         parent.table.consolidate()  # the parts a killed driver left
         rebuilt = _carry_rows(self.tracker, parent, cells, self._known)
         if self._rerun and self._known:  # cleared when the rerun ends; a start that finds it

@@ -34,6 +34,7 @@ from sweeper.store.bulk import BulkWriter, RunRecord, database_of
 from sweeper.store.cellruns import CellLike, OutcomeLike, discard_attempts, log_record, record_of
 from sweeper.store.lock import Fence
 from sweeper.store.parent import SweepRun
+from sweeper.store.settle import pending
 from sweeper.store.tracking import STORE_ERRORS, Tracker
 
 T = TypeVar("T")
@@ -317,20 +318,7 @@ class Recorder:
         if self.fence is not None:
             self.fence.before_batch(api=self.writer is None)
         if self.writer is not None:
-            # Local artifacts first (a run is never without its files), remote ones once
-            # their run exists (MLflow's client finds where to upload from the run).
-            later = []
-            for record in records:
-                uri = self.writer.artifact_uri(record.run_id)
-                local = self.tracker.artifact_dir(record.run_id, uri)
-                for name, data in record.artifacts.items():
-                    if local is None:
-                        later.append((record.run_id, name, data, uri))
-                    else:
-                        self.tracker.write_artifact(record.run_id, name, data, uri)
-            self.writer.write(records)
-            for artifact in later:
-                self.tracker.write_artifact(*artifact)
+            self._write_direct(records)
             return
         todo = [r for r in records if not r.written]
         if self.pool is None:
@@ -341,6 +329,28 @@ class Recorder:
             wait(futures)  # every write of this attempt has ended before a retry starts
             for future in futures:
                 future.result()
+
+    def _write_direct(self, records: list[RunRecord]) -> None:
+        """Runs in one transaction into the store's database: local artifacts first (a run
+        is never without its files; their directories named in a manifest until the runs
+        commit, :func:`~sweeper.store.settle.pending`), remote ones once their run exists
+        (MLflow's client finds where to upload from the run)."""
+        assert self.writer is not None
+        later, local_runs = [], []
+        for record in records:
+            uri = self.writer.artifact_uri(record.run_id)
+            local = self.tracker.artifact_dir(record.run_id, uri)
+            if local is None:
+                later += [(record.run_id, n, d, uri) for n, d in record.artifacts.items()]
+            elif record.artifacts:
+                local_runs.append((record, uri, local.parent))
+        with pending([directory for _, _, directory in local_runs]):
+            for record, uri, _ in local_runs:
+                for name, data in record.artifacts.items():
+                    self.tracker.write_artifact(record.run_id, name, data, uri)
+            self.writer.write(records)
+        for artifact in later:
+            self.tracker.write_artifact(*artifact)
 
     def _log(self, record: RunRecord) -> None:
         """One run through MLflow's API. Each run carries its record's id (tag

@@ -1,6 +1,6 @@
-"""Settling what earlier drivers left: runs left RUNNING by a killed driver, and the
-``superseded_by`` tags of a rerun that did not end (docs/architecture.md, "Resume and
-reruns").
+"""Settling what earlier drivers left: runs left RUNNING by a killed driver, the
+``superseded_by`` tags of a rerun that did not end, and the artifact directories of runs
+that were never committed (docs/architecture.md, "Resume and reruns").
 
 A run left RUNNING by a killed driver (cell or sweep) is set to KILLED (tag
 ``sweeper.reaped``) when a sweep next starts in the experiment: they are searched for by
@@ -11,8 +11,15 @@ one FINISHED run per cell is untagged: the one :func:`sweeper.store.result.resul
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+import shutil
+import uuid
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
+
+from mlflow.exceptions import MlflowException
 
 from sweeper.process import driver_alive, now_ms
 from sweeper.store.index import IndexEntry, ResumeIndex
@@ -112,3 +119,54 @@ def settle_supersession(tracker: Tracker, parents: Iterable[Any], index: ResumeI
 
 
 # --- parent run -----------------------------------------------------------------
+
+
+PENDING = ".sweeper-pending-{}.json"
+"""A batch's manifest of the run directories it writes before its runs commit."""
+
+
+@contextmanager
+def pending(directories: list[Path]) -> Iterator[None]:
+    """Name in a manifest beside them the run directories (``<root>/<run id>``) a batch
+    writes its artifacts into before its runs are committed (direct writes: a run is never
+    without its files); the manifest is removed once the block ends, kept when it fails, so
+    the next start removes what it can prove was never committed (:func:`clear_orphans`)."""
+    if not directories:
+        yield
+        return
+    root = directories[0].parent
+    root.mkdir(parents=True, exist_ok=True)
+    manifest = root / PENDING.format(uuid.uuid4().hex)
+    manifest.write_text(json.dumps([str(d) for d in directories]))
+    yield
+    manifest.unlink(missing_ok=True)
+
+
+def clear_orphans(tracker: Tracker, root: Path | None) -> int:
+    """Remove the run directories under ``root`` (the experiment's artifact directory on
+    this file system) that a failed batch's manifest names and whose run does not exist in
+    the store: artifacts of runs never committed. Returns how many were removed."""
+    removed = 0
+    if root is None or not root.is_dir():
+        return 0
+    for manifest in root.glob(PENDING.format("*")):
+        try:
+            directories = [Path(d) for d in json.loads(manifest.read_text())]
+        except (OSError, ValueError):
+            directories = []
+        for directory in directories:
+            if directory.parent == root and not _exists(tracker, directory.name):
+                shutil.rmtree(directory, ignore_errors=True)
+                removed += 1
+        manifest.unlink(missing_ok=True)
+    return removed
+
+
+def _exists(tracker: Tracker, run_id: str) -> bool:
+    try:
+        tracker.client.get_run(run_id)
+    except MlflowException as err:
+        if err.error_code == "RESOURCE_DOES_NOT_EXIST":
+            return False
+        raise
+    return True

@@ -272,6 +272,15 @@ class Tracker:
             return self.artifacts_destination / urlparse(uri).path.lstrip("/")
         return local_artifact_dir(uri)
 
+    @property
+    def artifact_root(self) -> Path | None:
+        """The experiment's artifact directory when it is on this file system (its runs'
+        directories are ``<it>/<run id>``), else None."""
+        location = self.artifact_location
+        if self.artifacts_destination is not None and location.startswith("mlflow-artifacts:"):
+            return self.artifacts_destination / urlparse(location).path.lstrip("/")
+        return local_artifact_dir(location)
+
     def write_artifact(
         self, run_id: str, name: str, data: bytes, artifact_uri: str | None = None
     ) -> None:
