@@ -43,6 +43,7 @@ from omegaconf import DictConfig, OmegaConf
 from sweeper.cells import ORCHESTRATION_KEYS, TASK_KEY, Cell, Variation, cell_key
 from sweeper.configs import ConfigSearch
 from sweeper.errors import SweepError, whole_number
+from sweeper.seeds import seed_count
 from sweeper.task import Task, parse_task
 
 Composer = Callable[[list[str]], DictConfig]
@@ -128,9 +129,7 @@ def _compose_blocks(
     """
     pinned = _pinned(cli_overrides)
     _refuse_option_lists(pinned, configs)
-    seeds = cfg.get("seeds")
-    if seeds is not None:
-        seeds = whole_number(seeds, "seeds", 1, "seeds=N runs seeds 0..N-1")
+    seeds = seed_count(cfg)  # seeds: N, or a seed budget's max (sweeper/seeds.py)
     seed_axis = list(range(seeds)) if seeds is not None else [whole_number(cfg.seed, "seed", 0)]
     grid = OmegaConf.select(cfg, "sweep.grid")
     sweep_grid = OmegaConf.to_container(grid, resolve=True) if grid is not None else None

@@ -28,7 +28,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from sweeper.cells import Cell
 from sweeper.errors import SweepError, whole_number
@@ -93,15 +93,46 @@ def check_launcher(launcher: Mapping[str, Any]) -> None:
         split_address(str(address))
 
 
-def launch(cells: Sequence[Cell], launcher: Mapping[str, Any]) -> Iterator[Event]:
-    """Run ``cells`` and yield their events as they happen (see the module docstring)."""
+class Source(Protocol):
+    """Where the cells to run come from while the sweep runs: a fixed grid
+    (:class:`Fixed`), or seeds until decided (:class:`sweeper.adaptive.AdaptiveSeeds`),
+    which hands out more cells as outcomes arrive."""
+
+    def take(self, n: int) -> list[Cell]:
+        """Up to ``n`` cells to dispatch now (none may be ready while cells run)."""
+        ...
+
+    def more(self) -> bool:
+        """Whether any cell may still be handed out."""
+        ...
+
+
+class Fixed:
+    """Every cell of ``cells``, in order, each built when it is taken (sweeper/grid.Grid)."""
+
+    def __init__(self, cells: Sequence[Cell]) -> None:
+        self.pending, self.left = iter(cells), len(cells)
+
+    def take(self, n: int) -> list[Cell]:
+        taken = [next(self.pending) for _ in range(min(n, self.left))]
+        self.left -= len(taken)
+        return taken
+
+    def more(self) -> bool:
+        return self.left > 0
+
+
+def launch(cells: Sequence[Cell] | Source, launcher: Mapping[str, Any]) -> Iterator[Event]:
+    """Run ``cells`` (a sequence, or a :class:`Source` fed by the outcomes the consumer
+    sees) and yield their events as they happen (see the module docstring)."""
     check_launcher(launcher)
-    if not cells:  # nothing to run: no Ray to start (a resume of a finished sweep)
+    source = cells if hasattr(cells, "take") else Fixed(cells)
+    if not source.more():  # nothing to run: no Ray to start (a resume of a finished sweep)
         return
     if launcher.get("name", "ray") == "local":
-        yield from _launch_local(cells, timeout_of(launcher))
+        yield from _launch_local(source, timeout_of(launcher))
     else:
-        yield from _launch_ray(cells, launcher)
+        yield from _launch_ray(source, launcher)
 
 
 def timed_out_outcome(seconds: float, elapsed: float, **where: Any) -> Outcome:
@@ -142,9 +173,10 @@ def _alarm(seconds: float | None) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def _launch_local(cells: Sequence[Cell], seconds: float | None) -> Iterator[Event]:
+def _launch_local(source: Source, seconds: float | None) -> Iterator[Event]:
     node = node_label(None, None)
-    for cell in cells:
+    while cells := source.take(1):
+        cell = cells[0]
         yield Event("started", cell, node=node)
         started = time.perf_counter()
         try:
@@ -259,7 +291,7 @@ class _Slot:
         return {"node_ip": self.node_ip, "node_id": self.node_id}
 
 
-def _launch_ray(cells: Sequence[Cell], launcher: Mapping[str, Any]) -> Iterator[Event]:
+def _launch_ray(source: Source, launcher: Mapping[str, Any]) -> Iterator[Event]:
     import ray
 
     init_ray(launcher)
@@ -272,14 +304,13 @@ def _launch_ray(cells: Sequence[Cell], launcher: Mapping[str, Any]) -> Iterator[
     )
     limit = timeout_of(launcher)
     max_in_flight = max(1, int(launcher.get("max_in_flight") or 64))
-    pending = iter(cells)  # each cell is built when it is dispatched (sweeper/grid.Grid)
-    left = len(cells)
     in_flight: dict[Any, _Slot] = {}
     try:
-        while left or in_flight:
-            while left and len(in_flight) < max_in_flight:
-                cell, left = next(pending), left - 1
+        while True:
+            for cell in source.take(max_in_flight - len(in_flight)):
                 in_flight[remote.remote(cell.function, cell.config)] = _Slot(cell)
+            if not in_flight:
+                break  # nothing running and nothing handed out: the source is done
             refs = list(in_flight)  # every one ready now (one wait per event is slow), else
             ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)  # the first to be
             if not ready:

@@ -13,6 +13,7 @@ another driver took over stops it (exit status 4): docs/architecture.md, "Faults
 from __future__ import annotations
 
 import hashlib
+import json
 import shlex
 import signal
 import sys
@@ -27,6 +28,7 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from sweeper import settings
+from sweeper.adaptive import AdaptiveSeeds
 from sweeper.cells import Cell, canonical_json
 from sweeper.dryrun import dry_run
 from sweeper.errors import StoreFailed, SweepError
@@ -34,6 +36,7 @@ from sweeper.execute import Outcome, cell_function
 from sweeper.grid import Composer, Grid, expand, task_of
 from sweeper.launch import check_launcher, init_ray, launch
 from sweeper.progress import Progress, format_duration
+from sweeper.seeds import budget_of
 from sweeper.store import Done, LeaseLost, SweepStore, check_store, patience_of, resolve_uri
 from sweeper.task import GENERIC, Task
 from sweeper.ui import browse_hint
@@ -78,6 +81,7 @@ class SweepResult:
     lost: bool = False  # another driver took the experiment over (store_error says so)
     resume_s: float = 0.0  # reading what the experiment holds and what is left to run
     load_table: Any = None  # columns -> the sweep's table, read back from the store
+    decisions: list[dict[str, Any]] = field(default_factory=list)  # seeds until decided
 
     @property
     def table(self) -> pd.DataFrame | None:
@@ -133,6 +137,7 @@ def run_sweep(
     if len(cells) > settings.max_cells(cfg):
         raise settings.too_many(f"this sweep has {len(cells):,} cells", settings.max_cells(cfg))
     validate(cells)
+    _check_budget(cfg)
     if cfg.get("dry_run"):
         dry_run(cfg, cells, out)
         return SweepResult(str(cfg.experiment.name), "", len(cells), 0)
@@ -229,6 +234,7 @@ def _drive(
     rerun = settings.rerun(cfg)
     result.load_table = lambda columns=None: store.table(cells.keys, columns)
     _say_start(cfg, result, todo, done, rerun and bool(done.finished), out)
+    source = _source(cfg, store, cells, todo, rerun)
     progress = Progress(len(todo), out)
     recorder = store.recorder(progress)
     running: set[str] = set()
@@ -246,7 +252,7 @@ def _drive(
 
     dispatch_started = time.perf_counter()  # after Ray's start: cells/s measures dispatch
     try:
-        with _graceful_stop(progress) as stop, closing(launch(todo, cfg.launcher)) as events:
+        with _graceful_stop(progress) as stop, closing(launch(source, cfg.launcher)) as events:
             recorder.stop = stop
             for event in events:
                 cell, outcome = event.cell, event.outcome
@@ -257,6 +263,8 @@ def _drive(
                     progress.finish(outcome.status == "FINISHED", cell.key in running)
                     running.discard(cell.key)
                     recorder.add(cell, outcome)
+                    if isinstance(source, AdaptiveSeeds):
+                        source.observe(cell, _lead_of(outcome, result.task.lead))
                 if recorder.due():
                     count(recorder.flush())
                 progress.draw()
@@ -279,6 +287,14 @@ def _drive(
             count(recorder.close())
     if result.interrupted or result.store_error:
         result.cancelled = len(todo) - result.processed
+    if isinstance(source, AdaptiveSeeds):
+        result.decisions = source.table()
+        result.cancelled = min(result.cancelled, source.cells_left())
+        if not (result.store_error or result.lost):
+            try:
+                store.attach("decisions.json", json.dumps(result.decisions, indent=2).encode())
+            except StoreFailed as err:
+                result.store_error = str(err)
     result.dispatch_s = time.perf_counter() - dispatch_started
     result.wall_s = time.perf_counter() - started
     if result.lost:  # the sweep is another driver's now: its parent and table too
@@ -288,6 +304,43 @@ def _drive(
     progress.close()
     print_summary(result, out)
     return result
+
+
+def _check_budget(cfg: DictConfig) -> None:
+    """A seed budget needs the family's compare, reference and lead (bad input, exit 2)."""
+    task = task_of(cfg)
+    if budget_of(cfg) is not None and not (task.compare and task.reference and task.lead):
+        raise SweepError(
+            f"seeds={{until: decided, ...}} pairs each option of the task block's compare "
+            f"axis with its reference on its lead metric; task {task.name} sets compare="
+            f"{task.compare}, reference={task.reference}, lead={task.lead}: give it all three "
+            "or use a number of seeds (seeds=20)"
+        )
+
+
+def _source(
+    cfg: DictConfig, store: SweepStore, cells: Grid, todo: Grid, rerun: bool
+) -> Grid | AdaptiveSeeds:
+    """The cells to run: ``todo``, or, for a seed budget (sweeper/seeds.py), the cells that
+    seeds until decided asks for as outcomes arrive (sweeper/adaptive.py), knowing the lead
+    values of the cells finished before."""
+    budget = budget_of(cfg)
+    if budget is None:
+        return todo
+    lead = store.task.lead
+    finished: dict[str, float] = {}
+    table = None if rerun or lead is None else store.table(cells.keys, [lead])
+    if table is not None and lead in table:
+        rows = table[table["status"] == "FINISHED"]
+        finished = dict(zip(rows["cell_key"], rows[lead].astype(float), strict=True))
+    return AdaptiveSeeds(cells, budget, store.task, finished)
+
+
+def _lead_of(outcome: Outcome, lead: str | None) -> float | None:
+    if outcome.status != "FINISHED" or lead is None:
+        return None
+    value = ((outcome.result or {}).get("summary") or {}).get(lead)
+    return None if value is None else float(value)
 
 
 def _say_start(
@@ -431,6 +484,7 @@ def _details(result: SweepResult) -> dict[str, Any]:
 
 def print_summary(result: SweepResult, out: TextIO = sys.stdout) -> None:
     _print_lead(result, out)
+    _print_decisions(result, out)
     if result.failed:
         print(f"\n{len(result.failed)} cell(s) FAILED:", file=out)
         for failure in result.failed[:MAX_LISTED_FAILURES]:
@@ -473,6 +527,24 @@ def print_summary(result: SweepResult, out: TextIO = sys.stdout) -> None:
         )
     elif result.failed:
         print("Rerunning the same command retries only the failed and missing cells.", file=out)
+
+
+def _print_decisions(result: SweepResult, out: TextIO) -> None:
+    """Seeds until decided: each comparison's state, interval and seeds."""
+    if not result.decisions:
+        return
+    states = pd.Series([d["state"] for d in result.decisions]).value_counts()
+    print(
+        "\nSeeds until decided (each option against the reference, paired by seed): "
+        + ", ".join(f"{n} {state}" for state, n in states.items()),
+        file=out,
+    )
+    rows = pd.DataFrame(result.decisions)
+    rows["interval"] = [
+        f"[{lo:.3g}, {hi:.3g}]" for lo, hi in zip(rows["low"], rows["high"], strict=True)
+    ]
+    view = rows[["group", "option", "seeds", "mean_difference", "interval", "state"]]
+    print(view.head(MAX_SUMMARY_ROWS).round(3).to_string(index=False), file=out)
 
 
 def _print_lead(result: SweepResult, out: TextIO) -> None:

@@ -12,7 +12,10 @@ setting) in microseconds, and misbehaves on request through the config key
 - ``crash_once_dir``: every cell's worker dies on its first attempt only (a marker file
   in this directory remembers the attempt), so Ray's retry finishes it;
 - ``pid_dir``: each cell writes its process id there (to check that a cancelled cell's
-  process is really gone).
+  process is really gone);
+- ``shift``: added to the final value (an option that is worse by that much, paired by
+  seed), and ``noise``: the standard deviation of a normal draw added to it, its own per
+  (seed, shift) (a comparison that a few seeds settle, or never) (seeds until decided).
 """
 
 from __future__ import annotations
@@ -49,7 +52,11 @@ def toy_cell(config: Mapping[str, Any]) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     increments = rng.uniform(0.0, 1.0, horizon) / np.sqrt(np.arange(1, horizon + 1))
     value = np.cumsum(increments)
-    final = float("nan") if seed in list(toy.get("nan_seeds") or []) else float(value[-1])
+    final = float(value[-1]) + float(toy.get("shift", 0.0))
+    if toy.get("noise"):
+        own = np.random.default_rng([seed, int(1000 * float(toy.get("shift", 0.0)))])
+        final += float(toy["noise"]) * float(own.standard_normal())
+    final = float("nan") if seed in list(toy.get("nan_seeds") or []) else final
     knob = rng.choice([0.1, 1.0, 2.0], size=(horizon, 1))
     return {
         "summary": {"final_value": final, "complement": float(horizon - final), "runtime_s": 0.0},

@@ -267,6 +267,14 @@ class SweepStore:
             return str(err)
         return ""
 
+    def attach(self, name: str, data: bytes) -> None:
+        """Artifact ``name`` of the sweep's parent run (e.g. ``decisions.json``); waited
+        for like every store call."""
+        parent = self._parent()
+        self._patiently(
+            f"writing {name}", lambda: self.tracker.write_artifact(parent.run_id, name, data)
+        )
+
     def abandon(self, status: str | None = None) -> None:
         """After a failure: end the parent run ``status`` (if given) and set KILLED the cell
         runs this driver left RUNNING, each bounded by :data:`CLEANUP_S`."""

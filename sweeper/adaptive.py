@@ -1,0 +1,222 @@
+"""Seeds until decided: which cells to run next, as outcomes arrive (docs/seeds.md).
+
+A group is every setting of the grid but the compare axis and the seed (the task block's
+``compare``). Each option of the compare axis is paired with the ``reference`` by seed on
+the ``lead`` metric; each pair's confidence sequence (:mod:`sweeper.confseq`) decides it.
+A group starts with ``min`` seeds; when every cell of its seeds so far has an outcome and
+one of its comparisons is still undecided, it gets ``step`` more seeds, up to ``max``. The
+driver streams: cells of other groups run meanwhile, so no group waits for another.
+
+The per-comparison error rate is ``alpha``; with K comparisons in a group the chance of any
+wrong decision is at most K x alpha (Bonferroni): the report states the count, it does not
+adjust alpha.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from sweeper.cells import Cell, canonical_json, select
+from sweeper.confseq import UNDECIDED, Interval, decide, interval
+from sweeper.seeds import SeedBudget
+from sweeper.task import Task
+
+
+@dataclass
+class Group:
+    """One group: its cells by (option, seed), the seeds wanted so far, the lead values."""
+
+    name: str
+    cells: dict[tuple[str, int], int] = field(default_factory=dict)  # -> index in the grid
+    wanted: int = 0
+    values: dict[tuple[str, int], float] = field(default_factory=dict)
+    outcomes: set[tuple[str, int]] = field(default_factory=set)  # every cell with an outcome
+
+    def options(self) -> list[str]:
+        return sorted({option for option, _ in self.cells})
+
+    def seeds(self) -> list[int]:
+        return sorted({seed for _, seed in self.cells})
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A comparison's state at the end: option vs the reference in one group."""
+
+    group: str
+    option: str
+    reference: str
+    interval: Interval
+    state: str
+    seeds: int
+
+
+class AdaptiveSeeds:
+    """The cells of a seed budget's sweep to run next (see the module docstring).
+
+    Parameters
+    ----------
+    cells : sequence of Cell
+        The grid at ``budget.max`` seeds (seeds 0..max-1 of every setting).
+    budget : SeedBudget
+    task : Task
+        Its ``compare``, ``reference`` and ``lead`` (and the lead's better direction).
+    finished : mapping of str to float
+        Cell key -> lead value of the cells already finished (a resumed sweep).
+    """
+
+    def __init__(
+        self,
+        cells: Sequence[Cell],
+        budget: SeedBudget,
+        task: Task,
+        finished: Mapping[str, float],
+    ) -> None:
+        if not (task.compare and task.reference and task.lead):
+            raise ValueError(
+                f"seeds until decided needs the task block's compare, reference and lead; "
+                f"task {task.name} sets compare={task.compare}, reference={task.reference}, "
+                f"lead={task.lead}"
+            )
+        self.cells, self.budget, self.task = cells, budget, task
+        self.lower_is_better = task.better(task.lead) != "max"
+        self.groups: dict[str, Group] = {}
+        self.place: dict[str, tuple[str, str, int]] = {}  # cell key -> group, option, seed
+        for i, cell in enumerate(cells):
+            group, option, seed = self._locate(cell)
+            g = self.groups.setdefault(group, Group(group, wanted=budget.min))
+            g.cells[(option, seed)] = i
+            self.place[cell.key] = (group, option, seed)
+            if cell.key in finished:
+                g.values[(option, seed)] = finished[cell.key]
+                g.outcomes.add((option, seed))
+        self.handed: set[int] = set()
+        for g in self.groups.values():
+            self._advance(g)
+
+    def _locate(self, cell: Cell) -> tuple[str, str, int]:
+        compare = self.task.compare
+        option = str(cell.tags[compare] if compare in cell.tags else select(cell.config, compare))
+        rest = _without(cell.config, compare)
+        rest.pop("seed", None)
+        return canonical_json(rest), option, int(cell.config.get("seed", 0))
+
+    # --- what the launcher asks -------------------------------------------------------
+    def take(self, n: int) -> list[Cell]:
+        """Up to ``n`` cells to dispatch now: those of each group's wanted seeds that have
+        no outcome and were not handed out yet."""
+        out: list[Cell] = []
+        for g in self.groups.values():
+            for (option, seed), i in sorted(g.cells.items(), key=lambda kv: kv[0][1]):
+                if len(out) >= n:
+                    return out
+                if seed < g.wanted and (option, seed) not in g.outcomes and i not in self.handed:
+                    self.handed.add(i)
+                    out.append(self.cells[i])
+        return out
+
+    def more(self) -> bool:
+        """Whether any cell may still be handed out."""
+        return any(
+            seed < g.wanted and (option, seed) not in g.outcomes
+            and g.cells[(option, seed)] not in self.handed
+            for g in self.groups.values() for option, seed in g.cells
+        )  # fmt: skip
+
+    def observe(self, cell: Cell, value: float | None) -> None:
+        """A cell's outcome: its lead value, or None when it failed."""
+        group, option, seed = self.place[cell.key]
+        g = self.groups[group]
+        g.outcomes.add((option, seed))
+        if value is not None and np.isfinite(value):
+            g.values[(option, seed)] = float(value)
+        self._advance(g)
+
+    # --- the decisions ----------------------------------------------------------------
+    def _advance(self, g: Group) -> None:
+        """Give the group ``step`` more seeds while its wanted seeds all have outcomes and
+        a comparison is undecided."""
+        while g.wanted < self.budget.max and self._complete(g) and self._undecided(g):
+            g.wanted = min(g.wanted + self.budget.step, self.budget.max)
+
+    def _complete(self, g: Group) -> bool:
+        return all(key in g.outcomes for key in g.cells if key[1] < g.wanted)
+
+    def _undecided(self, g: Group) -> bool:
+        return any(d.state == UNDECIDED for d in self.decisions_of(g))
+
+    def decisions_of(self, g: Group) -> list[Decision]:
+        """Each option's comparison with the reference over the group's wanted seeds."""
+        reference = self.task.reference
+        decisions = []
+        for option in g.options():
+            if option == reference:
+                continue
+            diffs = [
+                g.values[(option, s)] - g.values[(reference, s)]
+                for s in range(g.wanted)
+                if (option, s) in g.values and (reference, s) in g.values
+            ]
+            iv = interval(np.asarray(diffs), self.budget.alpha, n_star=self.budget.max)
+            scale = abs(np.mean([g.values[(reference, s)] for s in range(g.wanted)
+                                 if (reference, s) in g.values] or [0.0]))  # fmt: skip
+            state = decide(iv, self.budget.precision * scale, self.lower_is_better)
+            decisions.append(Decision(g.name, option, reference, iv, state, len(diffs)))
+        return decisions
+
+    def decisions(self) -> list[Decision]:
+        return [d for g in self.groups.values() for d in self.decisions_of(g)]
+
+    def cells_left(self) -> int:
+        """How many cells of the groups' wanted seeds have no outcome yet."""
+        return sum(
+            1 for g in self.groups.values() for key in g.cells
+            if key[1] < g.wanted and key not in g.outcomes
+        )  # fmt: skip
+
+    def cells_wanted(self) -> int:
+        """How many cells the groups' wanted seeds hold (run, running or to run)."""
+        return sum(1 for g in self.groups.values() for _, s in g.cells if s < g.wanted)
+
+    def label(self, group: str) -> str:
+        """A readable name of a group: the parts of its run names (sans seed) that all its
+        options share, i.e. without the compare axis."""
+        g = self.groups[group]
+        settings = [self.cells[g.cells[(option, 0)]].setting for option in g.options()
+                    if (option, 0) in g.cells]  # fmt: skip
+        if not settings:
+            return "every cell"
+        shared = set.intersection(*(set(s.split("/")) for s in settings))
+        parts = [p for p in settings[0].split("/") if p in shared]
+        return "/".join(parts) or "every cell"
+
+    def table(self) -> list[dict[str, Any]]:
+        """The decisions as rows (the parent run's ``decisions.json``, the report)."""
+        return [
+            {
+                "group": self.label(d.group),
+                "option": d.option,
+                "reference": d.reference,
+                "seeds": d.seeds,
+                "mean_difference": d.interval.mean,
+                "low": d.interval.low,
+                "high": d.interval.high,
+                "state": d.state,
+            }
+            for d in self.decisions()
+        ]
+
+
+def _without(config: Mapping[str, Any], dotted: str) -> dict[str, Any]:
+    """A copy of ``config`` without the dotted key (the compare axis)."""
+    head, _, rest = dotted.partition(".")
+    out = dict(config)
+    if not rest:
+        out.pop(head, None)
+    elif isinstance(out.get(head), Mapping):
+        out[head] = _without(out[head], rest)
+    return out

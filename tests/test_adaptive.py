@@ -1,0 +1,92 @@
+"""Seeds until decided (issue #29): a group whose comparison is settled stops at ``min``
+seeds, one that stays open runs to ``max``; a later fixed-seed sweep reuses every cell; a
+sweep killed midway resumes to the same decisions with one FINISHED run per cell."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from mlflow import MlflowClient
+
+from sweeper.errors import SweepError
+from sweeper.servers import finished_runs
+from sweeper.sweep import run_sweep
+
+ROOT = Path(__file__).resolve().parent.parent
+BUDGET = "seeds={until:decided,min:5,max:15,step:5}"
+GRID = [
+    "task=toy", "horizon=10", "+task.compare=toy.shift", "+task.reference=0",
+    "+sweep.grid=[{toy.shift:[0,1],toy.noise:[0.01,100]}]",
+]  # fmt: skip
+EXPECTED = {"noise=0.01": ("worse", 5), "noise=100": ("undecided", 15)}
+
+
+def _overrides(tracking_uri: str, name: str, *extra: str) -> list[str]:
+    return [*GRID, "launcher.name=local", f"tracking.uri={tracking_uri}",
+            f"experiment.name={name}", *extra]  # fmt: skip
+
+
+def _states(decisions: list[dict]) -> dict[str, tuple[str, int]]:
+    return {d["group"]: (d["state"], d["seeds"]) for d in decisions}
+
+
+def test_a_settled_group_stops_at_min_and_an_open_one_runs_to_max(composer, tracking_uri):
+    overrides = _overrides(tracking_uri, "adaptive", BUDGET)
+    out = io.StringIO()
+    result = run_sweep(composer(overrides), composer, overrides, out=out)
+    assert result.exit_code == 0, out.getvalue()
+    assert _states(result.decisions) == EXPECTED
+    assert result.finished == 2 * 5 + 2 * 15  # of the 60 cells at max seeds
+    assert "1 worse, 1 undecided" in out.getvalue()
+    client = MlflowClient(tracking_uri)
+    path = client.download_artifacts(result.parent_run_id, "decisions.json")
+    assert _states(json.loads(Path(path).read_text())) == EXPECTED
+
+    fixed = _overrides(tracking_uri, "adaptive", "seeds=15")  # the same cells, every seed
+    again = run_sweep(composer(fixed), composer, fixed, out=io.StringIO())
+    assert again.exit_code == 0 and again.skipped == 40 and again.finished == 20
+
+
+def test_a_seed_budget_is_checked_before_anything_runs(composer, tracking_uri):
+    bad = _overrides(tracking_uri, "bad", "seeds={until:decided,min:9,max:4}")
+    with pytest.raises(SweepError, match="seeds.min=9 is above seeds.max=4"):
+        run_sweep(composer(bad), composer, bad, out=io.StringIO())
+    plain = ["task=toy", "launcher.name=local", BUDGET, f"tracking.uri={tracking_uri}"]
+    with pytest.raises(SweepError, match="task toy sets compare=None"):
+        run_sweep(composer(plain), composer, plain, out=io.StringIO())
+
+
+def test_killed_midway_it_resumes_to_the_same_decisions(tmp_path, composer):
+    db = tmp_path / "mlflow.db"
+    args = [sys.executable, "-m", "sweeper", *_overrides(f"sqlite:///{db}", "killed", BUDGET),
+            "+toy.sleep_s=0.1", "tracking.batch_size=2"]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k not in ("MLFLOW_TRACKING_URI", "RAY_ADDRESS")}
+    first = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    deadline = time.monotonic() + 120
+    while finished_runs(f"sqlite:///{db}") < 14 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    done = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    client = MlflowClient(f"sqlite:///{db}")
+    experiment = client.get_experiment_by_name("killed").experiment_id
+    runs = [r for r in client.search_runs([experiment], max_results=1000)
+            if "cell_key" in r.data.tags]  # fmt: skip
+    assert not [r for r in runs if r.info.status == "RUNNING"]
+    finished = Counter(r.data.tags["cell_key"] for r in runs if r.info.status == "FINISHED")
+    assert len(finished) == 40 and set(finished.values()) == {1}
+    parent = client.search_runs([experiment], "tags.role = 'sweep'")[0]
+    path = client.download_artifacts(parent.info.run_id, "decisions.json")
+    assert _states(json.loads(Path(path).read_text())) == EXPECTED
