@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from sweeper.cells import Cell, canonical_json, select
-from sweeper.confseq import UNDECIDED, Interval, decide, interval
+from sweeper.confseq import UNDECIDED, Interval, decide, interval, path
 from sweeper.seeds import SeedBudget
 from sweeper.task import Task
 
@@ -53,6 +53,7 @@ class Decision:
     interval: Interval
     state: str
     seeds: int
+    differences: tuple[float, ...] = ()
 
 
 class AdaptiveSeeds:
@@ -165,7 +166,9 @@ class AdaptiveSeeds:
             scale = abs(np.mean([g.values[(reference, s)] for s in range(g.wanted)
                                  if (reference, s) in g.values] or [0.0]))  # fmt: skip
             state = decide(iv, self.budget.precision * scale, self.lower_is_better)
-            decisions.append(Decision(g.name, option, reference, iv, state, len(diffs)))
+            decisions.append(
+                Decision(g.name, option, reference, iv, state, len(diffs), tuple(diffs))
+            )
         return decisions
 
     def decisions(self) -> list[Decision]:
@@ -206,6 +209,10 @@ class AdaptiveSeeds:
                 "low": d.interval.low,
                 "high": d.interval.high,
                 "state": d.state,
+                "path": [
+                    [p.n, p.mean, p.low, p.high]
+                    for p in path(np.asarray(d.differences), self.budget.alpha, self.budget.max)
+                ],
             }
             for d in self.decisions()
         ]

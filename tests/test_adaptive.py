@@ -18,6 +18,7 @@ import pytest
 from mlflow import MlflowClient
 
 from sweeper.errors import SweepError
+from sweeper.report import build_report
 from sweeper.servers import finished_runs
 from sweeper.sweep import run_sweep
 
@@ -39,7 +40,7 @@ def _states(decisions: list[dict]) -> dict[str, tuple[str, int]]:
     return {d["group"]: (d["state"], d["seeds"]) for d in decisions}
 
 
-def test_a_settled_group_stops_at_min_and_an_open_one_runs_to_max(composer, tracking_uri):
+def test_a_settled_group_stops_at_min_and_an_open_one_runs_to_max(composer, tracking_uri, tmp_path):
     overrides = _overrides(tracking_uri, "adaptive", BUDGET)
     out = io.StringIO()
     result = run_sweep(composer(overrides), composer, overrides, out=out)
@@ -50,6 +51,13 @@ def test_a_settled_group_stops_at_min_and_an_open_one_runs_to_max(composer, trac
     client = MlflowClient(tracking_uri)
     path = client.download_artifacts(result.parent_run_id, "decisions.json")
     assert _states(json.loads(Path(path).read_text())) == EXPECTED
+
+    report = build_report("adaptive", tmp_path / "report", tracking_uri)
+    table = report.tables["decisions"].tidy.set_index("group")
+    assert table.loc["noise=100", "state"] == "undecided" and table.loc["noise=100", "seeds"] == 15
+    assert "1 worse, 1 undecided" in (tmp_path / "report" / "tables" / "decisions.md").read_text()
+    figure = (tmp_path / "report" / "figures" / "decisions.png").read_bytes()
+    assert figure[:8] == b"\x89PNG\r\n\x1a\n" and len(figure) > 1000
 
     fixed = _overrides(tracking_uri, "adaptive", "seeds=15")  # the same cells, every seed
     again = run_sweep(composer(fixed), composer, fixed, out=io.StringIO())

@@ -31,7 +31,7 @@ from typing import Any
 import pandas as pd
 
 from sweeper.configs import ConfigSearch
-from sweeper.report import figures, html, publish, stats, tables
+from sweeper.report import decisions, figures, html, publish, stats, tables
 from sweeper.report.axes import Axis, build_axes, restrict
 from sweeper.report.load import Loaded, ReportError, load_experiment
 from sweeper.report.spec import ReportSpec, parse, section_from_file
@@ -190,6 +190,8 @@ def build_report(
         )
         built["paired"] = table
         notes += paired_notes
+    if loaded.decisions:
+        built["decisions"] = decisions.decisions_table(loaded.decisions)
     built["failed"] = tables.failures_table(cells, axes, loaded.unfinished)
 
     written = _write(out, loaded, spec, cells, axes, built, notes)
@@ -285,6 +287,9 @@ def _write(
             cells, axes, line_axes, figure_dir, only, spec.compare, x_label, task.trace
         ):
             drawn.append((f"figures/{filename}", caption))
+    if loaded.decisions:
+        path = figure_dir / "decisions.png"
+        drawn.append((f"figures/{path.name}", decisions.decisions_figure(loaded.decisions, path)))
     files += [out / path for path, _ in drawn]
 
     title = spec.title or f"Report: {loaded.name}"

@@ -70,6 +70,7 @@ class Loaded:
     unfinished: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     experiment_id: str = ""
+    decisions: list[dict[str, Any]] = field(default_factory=list)  # seeds until decided
 
 
 def client_for(uri: str) -> MlflowClient:
@@ -116,6 +117,7 @@ def load_experiment(name: str, uri: str, configs: ConfigSearch | None = None) ->
     )
     notes: list[str] = []
     configs: list[dict[str, Any]] = []
+    decisions: list[dict[str, Any]] = []
     candidates: dict[str, _Candidate] = {}
     order = 0
 
@@ -139,6 +141,8 @@ def load_experiment(name: str, uri: str, configs: ConfigSearch | None = None) ->
             config = _download_yaml(client, run_id, "config.yaml", Path(tmp) / f"{index}")
             if config is not None:
                 configs.append(config)
+            found = _download_json(client, run_id, "decisions.json", Path(tmp) / f"d{index}")
+            decisions = found if isinstance(found, list) else decisions  # the newest sweep's
             table = _download_table(client, run_id)
             until = 0
             if table is None:
@@ -223,6 +227,7 @@ def load_experiment(name: str, uri: str, configs: ConfigSearch | None = None) ->
         unfinished=unfinished,
         notes=notes,
         experiment_id=experiment_id,
+        decisions=decisions,
     )
 
 
@@ -292,6 +297,15 @@ def _attach_marks(client: MlflowClient, rows: list[dict], chosen: list, word: st
             except Exception:
                 asked[signature] = _marks({}, config, word)
         row[MARKS] = asked.get(signature, [])
+
+
+def _download_json(client: MlflowClient, run_id: str, path: str, into: Path) -> Any:
+    """Artifact ``path`` of run ``run_id`` read as JSON, or None when it has none."""
+    try:
+        into.mkdir(parents=True, exist_ok=True)
+        return json.loads(Path(client.download_artifacts(run_id, path, str(into))).read_text())
+    except Exception:  # noqa: BLE001 - absent (a sweep without a seed budget)
+        return None
 
 
 def _download_yaml(client: MlflowClient, run_id: str, path: str, into: Path) -> dict | None:
