@@ -3,9 +3,10 @@
 A group is every setting of the grid but the compare axis and the seed (the task block's
 ``compare``). Each option of the compare axis is paired with the ``reference`` by seed on
 the ``lead`` metric; each pair's confidence sequence (:mod:`sweeper.confseq`) decides it.
-A group starts with ``min`` seeds; when every cell of its seeds so far has an outcome and
-one of its comparisons is still undecided, it gets ``step`` more seeds, up to ``max``. The
-driver streams: cells of other groups run meanwhile, so no group waits for another.
+A group starts with ``min`` seeds of every option; while one of its comparisons is
+undecided, that option and the reference get ``step`` more seeds (once every cell of the
+option's seeds so far has an outcome), up to ``max``; an option already decided gets no
+more. The driver streams: cells of other groups and options run meanwhile.
 
 The per-comparison error rate is ``alpha``; with K comparisons in a group the chance of any
 wrong decision is at most K x alpha (Bonferroni): the report states the count, it does not
@@ -28,11 +29,17 @@ from sweeper.task import Task
 
 @dataclass
 class Group:
-    """One group: its cells by (option, seed), the seeds wanted so far, the lead values."""
+    """One group: its cells by (option, seed), each option's seeds wanted so far (the
+    reference's: the most any option wants), the lead values."""
 
     name: str
     cells: dict[tuple[str, int], int] = field(default_factory=dict)  # -> index in the grid
-    wanted: int = 0
+    start: int = 0
+    wanted_by: dict[str, int] = field(default_factory=dict)
+
+    def wanted(self, option: str) -> int:
+        return self.wanted_by.get(option, self.start)
+
     values: dict[tuple[str, int], float] = field(default_factory=dict)
     outcomes: set[tuple[str, int]] = field(default_factory=set)  # every cell with an outcome
 
@@ -89,7 +96,7 @@ class AdaptiveSeeds:
         self.place: dict[str, tuple[str, str, int]] = {}  # cell key -> group, option, seed
         for i, cell in enumerate(cells):
             group, option, seed = self._locate(cell)
-            g = self.groups.setdefault(group, Group(group, wanted=budget.min))
+            g = self.groups.setdefault(group, Group(group, start=budget.min))
             g.cells[(option, seed)] = i
             self.place[cell.key] = (group, option, seed)
             if cell.key in finished:
@@ -115,7 +122,11 @@ class AdaptiveSeeds:
             for (option, seed), i in sorted(g.cells.items(), key=lambda kv: kv[0][1]):
                 if len(out) >= n:
                     return out
-                if seed < g.wanted and (option, seed) not in g.outcomes and i not in self.handed:
+                if (
+                    seed < g.wanted(option)
+                    and (option, seed) not in g.outcomes
+                    and i not in self.handed
+                ):
                     self.handed.add(i)
                     out.append(self.cells[i])
         return out
@@ -123,7 +134,7 @@ class AdaptiveSeeds:
     def more(self) -> bool:
         """Whether any cell may still be handed out."""
         return any(
-            seed < g.wanted and (option, seed) not in g.outcomes
+            seed < g.wanted(option) and (option, seed) not in g.outcomes
             and g.cells[(option, seed)] not in self.handed
             for g in self.groups.values() for option, seed in g.cells
         )  # fmt: skip
@@ -139,19 +150,28 @@ class AdaptiveSeeds:
 
     # --- the decisions ----------------------------------------------------------------
     def _advance(self, g: Group) -> None:
-        """Give the group ``step`` more seeds while its wanted seeds all have outcomes and
-        a comparison is undecided."""
-        while g.wanted < self.budget.max and self._complete(g) and self._undecided(g):
-            g.wanted = min(g.wanted + self.budget.step, self.budget.max)
+        """Give each undecided option (and the reference) ``step`` more seeds while all the
+        cells of its seeds so far have outcomes."""
+        reference, moved = self.task.reference, True
+        while moved:
+            moved = False
+            for d in self.decisions_of(g):
+                n = g.wanted(d.option)
+                if d.state == UNDECIDED and n < self.budget.max and self._complete(g, d.option):
+                    g.wanted_by[d.option] = min(n + self.budget.step, self.budget.max)
+                    moved = True
+            others = [g.wanted(o) for o in g.options() if o != reference]
+            g.wanted_by[reference] = max([g.start, *others])
 
-    def _complete(self, g: Group) -> bool:
-        return all(key in g.outcomes for key in g.cells if key[1] < g.wanted)
-
-    def _undecided(self, g: Group) -> bool:
-        return any(d.state == UNDECIDED for d in self.decisions_of(g))
+    def _complete(self, g: Group, option: str) -> bool:
+        n = g.wanted(option)
+        return all(
+            (o, s) in g.outcomes for o in (option, self.task.reference) for s in range(n)
+            if (o, s) in g.cells
+        )  # fmt: skip
 
     def decisions_of(self, g: Group) -> list[Decision]:
-        """Each option's comparison with the reference over the group's wanted seeds."""
+        """Each option's comparison with the reference over the option's wanted seeds."""
         reference = self.task.reference
         decisions = []
         for option in g.options():
@@ -159,11 +179,11 @@ class AdaptiveSeeds:
                 continue
             diffs = [
                 g.values[(option, s)] - g.values[(reference, s)]
-                for s in range(g.wanted)
+                for s in range(g.wanted(option))
                 if (option, s) in g.values and (reference, s) in g.values
             ]
             iv = interval(np.asarray(diffs), self.budget.alpha, n_star=self.budget.max)
-            scale = abs(np.mean([g.values[(reference, s)] for s in range(g.wanted)
+            scale = abs(np.mean([g.values[(reference, s)] for s in range(g.wanted(option))
                                  if (reference, s) in g.values] or [0.0]))  # fmt: skip
             state = decide(iv, self.budget.precision * scale, self.lower_is_better)
             decisions.append(
@@ -178,12 +198,12 @@ class AdaptiveSeeds:
         """How many cells of the groups' wanted seeds have no outcome yet."""
         return sum(
             1 for g in self.groups.values() for key in g.cells
-            if key[1] < g.wanted and key not in g.outcomes
+            if key[1] < g.wanted(key[0]) and key not in g.outcomes
         )  # fmt: skip
 
     def cells_wanted(self) -> int:
         """How many cells the groups' wanted seeds hold (run, running or to run)."""
-        return sum(1 for g in self.groups.values() for _, s in g.cells if s < g.wanted)
+        return sum(1 for g in self.groups.values() for o, s in g.cells if s < g.wanted(o))
 
     def label(self, group: str) -> str:
         """A readable name of a group: the parts of its run names (sans seed) that all its
