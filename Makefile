@@ -4,11 +4,12 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+OLDEST := .venv-oldest
 EXP ?= smoke
 ARGS ?=
 PAPERS ?= ../shared/papers
 
-.PHONY: reproduce run test test-papers test-slow test-faults test-scale bench-scale tracking-server test-experiments test-install test-cluster bench-orchestration bench-tuners lint bench report check-pages clean movielens obd
+.PHONY: reproduce run test test-papers test-slow test-faults test-scale test-range bench-scale tracking-server test-experiments test-install test-cluster bench-orchestration bench-tuners lint bench report check-pages clean movielens obd
 
 # editable_mode=compat: the checkout itself goes on sys.path, so that Hydra's plugin scan finds
 # hydra_plugins/sweeper_launcher (it cannot walk setuptools' default editable finder).
@@ -43,6 +44,19 @@ test-faults: $(STAMP)  ## kill -9 at 30 moments, double Ctrl-C, two drivers: exa
 
 test-scale: $(STAMP)  ## PostgreSQL-backed server: batches, a server and a database restarted mid-sweep (slow)
 	$(BIN)/python -m pytest -q -m slow tests/test_scale_faults.py tests/test_bulk.py tests/test_postgres_server.py $(ARGS)
+
+test-range: $(STAMP) $(OLDEST)/.installed  ## MLflow and Ray at both ends of their ranges: .venv (upgraded to the newest they allow) and .venv-oldest (their lower bounds) each run the direct writes, the private names, a smoke sweep, its resume and its report (slow)
+	$(BIN)/python -m tests.version_range newest > $(VENV)/newest.txt
+	$(BIN)/python -m pip install --quiet --upgrade -r $(VENV)/newest.txt
+	$(BIN)/python -m pytest -q -m slow tests/test_version_range.py $(ARGS)
+
+# The oldest end: the package with each ranged library at its lower bound (tests/version_range.py).
+$(OLDEST)/.installed: pyproject.toml setup.py tests/version_range.py $(STAMP)
+	test -x $(OLDEST)/bin/python || $(PYTHON) -m venv $(OLDEST)
+	$(OLDEST)/bin/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m tests.version_range oldest > $(OLDEST)/oldest.txt
+	$(OLDEST)/bin/python -m pip install --quiet -e ".[dev]" -r $(OLDEST)/oldest.txt --config-settings editable_mode=compat
+	touch $@
 
 bench-scale: $(STAMP)  ## cells/s per store, driver memory, resume and report times; starts/stops PostgreSQL itself
 	$(BIN)/python bench/bench_scale.py $(ARGS)
@@ -88,4 +102,4 @@ check-pages: $(STAMP)  ## render every docs/results page in headless Chromium: n
 	$(BIN)/python -m sweeper.report.pagecheck docs/results/*/index.html
 
 clean:
-	rm -rf $(VENV) outputs multirun mlflow.db mlflow.db.lock mlartifacts reports
+	rm -rf $(VENV) $(OLDEST) outputs multirun mlflow.db mlflow.db.lock mlartifacts reports

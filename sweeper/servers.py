@@ -8,6 +8,13 @@ For tests, benches (``bench/bench_scale.py``) and trying the cluster setup on on
 PostgreSQL is Debian's ``postgresql-15`` package (its server binaries live outside PATH,
 under ``/usr/lib/postgresql/<version>/bin``; ``$PG_BIN`` names another directory). Run as
 root, the cluster is initialised and run as the ``postgres`` user, as PostgreSQL requires.
+Its role ``postgres`` logs in with a password (SCRAM-SHA-256, also over the local socket):
+``$PGPASSWORD`` when the cluster is first made, else a random one, kept in ``DIR/pgpass``
+(libpq's password file, mode 0600, beside ``DIR/pgdata``). ``mlflow server`` gets the
+password in its environment, never on its command line (which every local user can read),
+and ``python -m sweeper.servers`` prints the database URI without it, to be used with
+``PGPASSFILE=DIR/pgpass``. A cluster an older sweeper made with trust authentication gets
+the password and loses trust when it is next started.
 Everything started here is stopped by its process id (the server's whole process group),
 also when the caller fails.
 """
@@ -18,6 +25,8 @@ import argparse
 import glob
 import os
 import pwd
+import re
+import secrets
 import shutil
 import signal
 import socket
@@ -28,8 +37,13 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import quote, unquote, urlparse
+
+from sweeper.settings import CREDENTIALS
 
 START_TIMEOUT_S = 180.0
+PASSFILE = "pgpass"
+ROLE = "postgres"
 
 
 class ServerError(RuntimeError):
@@ -88,23 +102,107 @@ def _reachable_by_postgres(directory: Path) -> None:
 
 def pg_start(directory: Path, port: int) -> str:
     """Start (initialising it the first time) the PostgreSQL cluster in ``directory/pgdata``
-    on 127.0.0.1:``port`` with a database ``mlflow``; its SQLAlchemy URI. Started again on
-    the same directory, it keeps its data (a restart, as in a fault test)."""
+    on 127.0.0.1:``port`` with a database ``mlflow``; its SQLAlchemy URI, password included
+    (``postgresql+psycopg://postgres:PASSWORD@127.0.0.1:PORT/mlflow``: :func:`without_password`
+    before it is shown). Started again on the same directory, it keeps its data and its
+    password (a restart, as in a fault test)."""
     binaries = pg_bin()
     directory = Path(directory).resolve()
     directory.mkdir(parents=True, exist_ok=True)
     if os.geteuid() == 0:
         _reachable_by_postgres(directory)
     data = directory / "pgdata"
+    password = pg_password(directory)
     if not (data / "PG_VERSION").exists():
-        _run(_as_postgres([str(binaries / "initdb"), "-D", str(data), "-U", "postgres",
-                           "--auth=trust", "--no-sync"]), "initdb")  # fmt: skip
+        _initdb(binaries, data, password)
     options = f"-c listen_addresses=127.0.0.1 -p {port} -k {data} -c fsync=off"
     _run(_as_postgres([*_pg_ctl(directory), "-o", options, "-w", "start"]), "pg_ctl start")
+    client = {**os.environ, "PGPASSFILE": str(pg_passfile(directory))}
+    client.pop("PGPASSWORD", None)  # the file is what the URI gives everyone else too
+    if _trusting(data):
+        _require_password(directory, binaries, port, password, client)
     createdb = [str(binaries / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U",
-                "postgres", "mlflow"]  # fmt: skip
-    subprocess.run(_as_postgres(createdb), capture_output=True)  # exists after a restart
-    return f"postgresql+psycopg://postgres@127.0.0.1:{port}/mlflow"
+                ROLE, "mlflow"]  # fmt: skip
+    subprocess.run(createdb, capture_output=True, env=client)  # exists after a restart
+    return f"postgresql+psycopg://{ROLE}:{quote(password, safe='')}@127.0.0.1:{port}/mlflow"
+
+
+def without_password(uri: str) -> tuple[str, str | None]:
+    """A database URI without its password, and the password (None when it has none)."""
+    found = CREDENTIALS.search(uri)
+    if found is None:
+        return uri, None
+    return CREDENTIALS.sub(r"\g<head>@", uri, count=1), unquote(found["secret"])
+
+
+def pg_passfile(directory: Path) -> Path:
+    """The password file of the cluster in ``directory/pgdata`` (libpq's format, 0600)."""
+    return Path(directory).resolve() / PASSFILE
+
+
+def pg_password(directory: Path) -> str:
+    """The password of the cluster's role: the one its password file holds, else (a new
+    cluster) ``$PGPASSWORD`` or a random one, written into a new password file (0600)."""
+    file = pg_passfile(directory)
+    if file.exists():
+        fields = re.split(r"(?<!\\):", file.read_text().strip().split("\n")[0], maxsplit=4)
+        if len(fields) != 5:
+            raise ServerError(f"{file} is not a password file (host:port:db:user:password)")
+        return re.sub(r"\\(.)", r"\1", fields[4])
+    password = os.environ.get("PGPASSWORD") or secrets.token_urlsafe(24)
+    escaped = password.replace("\\", "\\\\").replace(":", "\\:")
+    with os.fdopen(os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as out:
+        out.write(f"127.0.0.1:*:*:{ROLE}:{escaped}\n")
+    return password
+
+
+def _initdb(binaries: Path, data: Path, password: str) -> None:
+    """A new cluster whose role logs in with ``password`` over TCP and the socket alike."""
+    pwfile = data.parent / ".initdb-password"  # read by initdb (as postgres when root)
+    with os.fdopen(os.open(pwfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as out:
+        out.write(password + "\n")
+    try:
+        if os.geteuid() == 0:
+            user = pwd.getpwnam("postgres")
+            os.chown(pwfile, user.pw_uid, user.pw_gid)
+        _run(_as_postgres([str(binaries / "initdb"), "-D", str(data), "-U", ROLE,
+                           "--auth=scram-sha-256", f"--pwfile={pwfile}", "--no-sync"]),
+             "initdb")  # fmt: skip
+    finally:
+        pwfile.unlink(missing_ok=True)
+
+
+def _without_trust(rule: str) -> str:
+    """A line of pg_hba.conf whose method ``trust`` (its last field) is ``scram-sha-256``."""
+    if rule.lstrip().startswith("#"):
+        return rule
+    return re.sub(r"(\s)trust(\s*(#.*)?)$", r"\1scram-sha-256\2", rule)
+
+
+def _trusting(data: Path) -> bool:
+    """Whether the cluster's pg_hba.conf lets anyone in without a password (``trust``)."""
+    rules = [line.split("#")[0].split() for line in (data / "pg_hba.conf").read_text().splitlines()]
+    return any(len(rule) >= 4 and rule[-1] == "trust" for rule in rules)
+
+
+def _require_password(
+    directory: Path, binaries: Path, port: int, password: str, client: dict[str, str]
+) -> None:
+    """Give a cluster made with trust authentication its password, then require it: every
+    ``trust`` rule of pg_hba.conf becomes ``scram-sha-256`` and the server reloads."""
+    literal = password.replace("'", "''")
+    psql = [str(binaries / "psql"), "-h", "127.0.0.1", "-p", str(port), "-U", ROLE, "-d",
+            "postgres", "-v", "ON_ERROR_STOP=1", "-q"]  # fmt: skip
+    done = subprocess.run(  # the password on stdin, never on a command line
+        psql, input=f"ALTER ROLE {ROLE} PASSWORD '{literal}';", capture_output=True, text=True,
+        env=client,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise ServerError(f"setting the password of {directory / 'pgdata'} failed: {done.stderr}")
+    hba = directory / "pgdata" / "pg_hba.conf"
+    rules = hba.read_text().splitlines(keepends=True)
+    hba.write_text("".join(map(_without_trust, rules)))
+    _run(_as_postgres([*_pg_ctl(directory), "reload"]), "pg_ctl reload")
 
 
 def pg_stop(directory: Path) -> None:
@@ -118,7 +216,7 @@ def pg_restart(directory: Path, database: str, down_s: float = 3.0) -> None:
     on the port of its URI ``database`` (a fault test's restart)."""
     pg_stop(directory)
     time.sleep(down_s)
-    pg_start(directory, int(database.rsplit(":", 1)[1].split("/")[0]))
+    pg_start(directory, urlparse(database).port)
 
 
 def _pg_ctl(directory: Path) -> list[str]:
@@ -129,7 +227,7 @@ def _pg_ctl(directory: Path) -> list[str]:
 @contextmanager
 def postgres(directory: Path, port: int | None = None) -> Iterator[str]:
     """A PostgreSQL cluster (:func:`pg_start`) for the ``with`` block; yields its URI
-    (``postgresql+psycopg://postgres@127.0.0.1:PORT/mlflow``)."""
+    (``postgresql+psycopg://postgres:PASSWORD@127.0.0.1:PORT/mlflow``)."""
     uri = pg_start(directory, port or free_port())
     try:
         yield uri
@@ -174,13 +272,16 @@ def start_mlflow_server(
     backend_uri: str, artifacts: Path, port: int | None = None, workers: int = 4
 ) -> tuple[subprocess.Popen, str]:
     """Start ``mlflow server`` on 127.0.0.1 (artifacts served through it); the process
-    (leader of its own group) and its URI, once it answers."""
+    (leader of its own group) and its URI, once it answers. A password in ``backend_uri``
+    goes to the server in its environment (``PGPASSWORD``), not on its command line."""
     port = port or free_port()
+    backend_uri, password = without_password(backend_uri)
+    env = {**os.environ, "PGPASSWORD": password} if password is not None else None
     process = subprocess.Popen(
         [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
          "--workers", str(workers), "--backend-store-uri", backend_uri,
          "--artifacts-destination", str(artifacts)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, env=env,
     )  # fmt: skip
     uri = f"http://127.0.0.1:{port}"
     try:
@@ -241,10 +342,12 @@ def main(argv: list[str] | None = None) -> int:
             postgres(args.dir, args.pg_port) if args.postgres else _sqlite(args.dir) as backend,
             mlflow_server(backend, args.dir / "artifacts", args.workers, args.port) as uri,
         ):
+            database, password = without_password(backend)
+            passfile = f"PGPASSFILE={pg_passfile(args.dir)} " if password is not None else ""
             print(
-                f"MLFLOW_TRACKING_URI={uri}   (backend {backend}); Ctrl-C stops\n"
-                f"sweep into it with: python -m sweeper ... tracking.uri={uri} "
-                f"tracking.database={backend} "
+                f"MLFLOW_TRACKING_URI={uri}   (backend {database}); Ctrl-C stops\n"
+                f"sweep into it with: {passfile}python -m sweeper ... tracking.uri={uri} "
+                f"tracking.database={database} "
                 f"tracking.artifacts_destination={(args.dir / 'artifacts').resolve()}",
                 flush=True,
             )

@@ -105,3 +105,36 @@ def test_cluster_local_yaml_is_a_valid_on_premises_config_with_token_data_and_pa
     assert token_path in config["file_mounts"], "the token is copied to every node"
     (server,) = [c for c in config["head_start_ray_commands"] if "mlflow server" in c]
     assert "--host 127.0.0.1" in server, "no authentication: the server answers only locally"
+
+
+def test_no_cell_runs_beside_the_database_and_no_recipe_trusts_every_local_user():
+    """Issue #27, item 4: cluster.yaml's head ran cells next to a PostgreSQL initialised with
+    trust authentication, so a cell was a database superuser. Now the head offers Ray no
+    CPU (a cell asks for one) and no recipe initialises PostgreSQL with trust."""
+    from pathlib import Path
+
+    import yaml
+    from ray.autoscaler._private.util import prepare_config, validate_config
+
+    root = Path(__file__).resolve().parent.parent
+    config = yaml.safe_load((root / "cluster.yaml").read_text())
+    prepared = prepare_config(config)
+    validate_config(prepared)
+    nodes = prepared["available_node_types"]
+    assert nodes[config["head_node_type"]]["resources"].get("CPU") == 0
+    (start,) = [c for c in config["head_start_ray_commands"] if "ray start" in c]
+    assert "--head" in start and "--num-cpus=0" in start.split()
+    workers = [n for name, n in nodes.items() if name != config["head_node_type"]]
+    assert all(n["resources"].get("CPU", 1) > 0 for n in workers), "cells need a CPU somewhere"
+    job = next(line for line in config_comments(root / "cluster.yaml") if "PGPASSFILE" in line)
+    assert "/home/ray/mlflow/pgpass" in job, "the job reads the database's password file"
+    recipes = ["cluster.yaml", "cluster-local.yaml", "Makefile", "sweeper/servers.py"]
+    for name in recipes:
+        text = (root / name).read_text()
+        assert "auth=trust" not in text and "--auth trust" not in text, name
+    assert "--auth=scram-sha-256" in (root / "sweeper" / "servers.py").read_text()
+
+
+def config_comments(path) -> list[str]:
+    """The comment lines of a YAML file (where cluster.yaml shows its `ray job submit`)."""
+    return [line for line in path.read_text().splitlines() if line.lstrip().startswith("#")]

@@ -5,9 +5,14 @@ initdb and the server's start take about half a minute here."""
 from __future__ import annotations
 
 import io
+import os
+import signal
+import subprocess
+import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 from mlflow import MlflowClient
@@ -37,3 +42,101 @@ def test_a_sweep_into_a_postgresql_backed_server_records_each_cell_once_and_resu
     assert Counter(r.info.status for r in cells) == {"FINISHED": 12}
     assert len({r.data.tags["cell_key"] for r in cells}) == 12
     assert {len(r.data.metrics) > 2 for r in cells} == {True}  # summary and curve logged
+
+
+def _connects(uri: str, **connect_args) -> str:
+    """``ok``, or the reason PostgreSQL gave for refusing the connection."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(uri, connect_args=connect_args)
+    try:
+        with engine.connect() as connection:
+            connection.execute(sa.text("select 1"))
+        return "ok"
+    except sa.exc.OperationalError as err:
+        return str(err.orig)
+    finally:
+        engine.dispose()
+
+
+def test_the_database_lets_in_only_who_holds_its_password():
+    """Issue #27, item 4: the cluster was initialised with trust authentication, so any local
+    process (a cell on the head included) was a superuser. Now its role has a password,
+    kept 0600 beside the data, asked over TCP and over the socket alike."""
+    import stat
+
+    from sweeper.servers import pg_passfile, pg_password, without_password
+
+    with tempfile.TemporaryDirectory(prefix="sweeper-pg-") as pg, postgres(Path(pg)) as uri:
+        bare, password = without_password(uri)
+        port = urlparse(uri).port
+        socket = f"postgresql+psycopg://postgres@/mlflow?host={pg}/pgdata&port={port}"
+        assert password == pg_password(Path(pg)) and password not in bare
+        assert stat.S_IMODE(pg_passfile(Path(pg)).stat().st_mode) == 0o600
+        assert _connects(uri) == "ok"
+        assert _connects(bare, passfile=str(pg_passfile(Path(pg)))) == "ok"
+        assert "no password supplied" in _connects(bare)
+        assert "no password supplied" in _connects(socket)
+        wrong = uri.replace(password, "guess")
+        assert "password authentication failed" in _connects(wrong)
+
+
+def test_a_cluster_made_with_trust_authentication_requires_a_password_once_started():
+    """A data directory an older sweeper initialised with --auth=trust keeps its runs and
+    loses trust the next time it is started."""
+    from sweeper.servers import _as_postgres, _reachable_by_postgres, pg_bin, without_password
+
+    with tempfile.TemporaryDirectory(prefix="sweeper-pg-") as pg:
+        if os.geteuid() == 0:
+            _reachable_by_postgres(Path(pg))
+        initdb = [str(pg_bin() / "initdb"), "-D", f"{pg}/pgdata", "-U", "postgres",
+                  "--auth=trust", "--no-sync"]  # fmt: skip
+        subprocess.run(_as_postgres(initdb), check=True, capture_output=True)
+        with postgres(Path(pg)) as uri:
+            assert _connects(uri) == "ok"
+            assert "no password supplied" in _connects(without_password(uri)[0])
+
+
+def test_the_tracking_server_command_prints_no_password_and_its_settings_work(tmp_path):
+    """`make tracking-server` (python -m sweeper.servers --postgres): the settings it prints
+    reach the database with PGPASSFILE, the password is in neither its output nor any
+    process's command line (the mlflow server's included), and SIGTERM stops it."""
+    from mlflow import MlflowClient
+
+    from sweeper.servers import pg_password
+
+    with tempfile.TemporaryDirectory(prefix="sweeper-pg-") as pg:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "sweeper.servers", "--postgres", "--dir", pg],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        )  # fmt: skip
+        try:
+            printed = [server.stdout.readline(), server.stdout.readline()]
+            settings = dict(
+                word.split("=", 1) for word in printed[1].split() if word.count("=") == 1
+            )
+            password = pg_password(Path(pg))
+            lines = _command_lines()
+            assert any("mlflow server" in line or "mlflow.server" in line for line in lines)
+            assert not [line for line in lines if password in line]
+            assert password not in "".join(printed), printed
+            assert settings["PGPASSFILE"] == f"{Path(pg).resolve()}/pgpass"
+            database = settings["tracking.database"]
+            assert "no password supplied" in _connects(database)
+            assert _connects(database, passfile=settings["PGPASSFILE"]) == "ok"
+            client = MlflowClient(settings["tracking.uri"])  # the server reaches the database
+            assert client.get_experiment(client.create_experiment("reached")).name == "reached"
+        finally:
+            server.send_signal(signal.SIGTERM)
+            assert server.wait(timeout=60) == 0
+
+
+def _command_lines() -> list[str]:
+    """The command line of every process on this machine (what any local user can read)."""
+    lines = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            lines.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except OSError:  # ended meanwhile
+            continue
+    return lines

@@ -3,10 +3,15 @@ against a kill between consolidating and deleting the parts."""
 
 from __future__ import annotations
 
+import os
+import stat
+
 import numpy as np
 import pyarrow.parquet as pq
+import pytest
+from mlflow import MlflowClient
 
-from sweeper.store.table import ArtifactIO, CellTable
+from sweeper.store.table import ArtifactIO, CellTable, local_artifact_dir, run_artifacts
 
 
 def _table(tmp_path) -> CellTable:
@@ -128,3 +133,28 @@ def test_a_consolidation_clears_a_killed_ones_half_written_file(tmp_path):
     assert not stale.exists()
     assert list(table.read()["run_id"]) == ["r1"]
     assert not list((tmp_path / "parent").glob(".cells.*.partial"))
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o002])
+def test_the_table_has_the_mode_of_mlflows_own_artifacts(tracking_uri, umask):
+    """Issue #27, item 4: the consolidated cells.parquet was written 0600 (mkstemp), so a
+    tracking server running as another user could not serve it. Now it and its parts have
+    the mode of a file MLflow itself logs into the same run (0666 less the umask)."""
+    client = MlflowClient(tracking_uri)
+    run_id = client.create_run(client.create_experiment("modes")).info.run_id
+    local = local_artifact_dir(client.get_run(run_id).info.artifact_uri)
+    before = os.umask(umask)
+    try:
+        client.log_text(run_id, "logged by MLflow", "mlflow.txt")
+        table = CellTable(run_artifacts(client), run_id)
+        table.append([_row("a", "r1")])
+        table.append([_row("b", "r2")])
+        part = stat.S_IMODE((local / "cells" / "part-000001.parquet").stat().st_mode)
+        table.consolidate()
+    finally:
+        os.umask(before)
+    mlflows = stat.S_IMODE((local / "mlflow.txt").stat().st_mode)
+    consolidated = stat.S_IMODE((local / "cells.parquet").stat().st_mode)
+    assert mlflows == 0o666 & ~umask
+    assert (consolidated, part) == (mlflows, mlflows), f"{consolidated:o}, {part:o}"
+    assert list(table.read()["run_id"]) == ["r1", "r2"]

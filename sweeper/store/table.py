@@ -18,6 +18,7 @@ import io
 import re
 import shutil
 import tempfile
+import uuid
 from collections.abc import Iterable, Sequence
 from contextlib import suppress
 from pathlib import Path
@@ -170,9 +171,10 @@ class CellTable:
             schema = pa.unify_schemas(
                 [pq.read_schema(p) for p in sources], promote_options="permissive"
             ).remove_metadata()
-            target = Path(
-                tempfile.mkstemp(dir=local or tmp, prefix=".cells.", suffix=".partial")[1]
-            )
+            # A new file with the mode MLflow's own artifact writes have (0666 & ~umask; not
+            # mkstemp's 0600, which a tracking server running as another user cannot serve).
+            target = Path(local or tmp) / f".cells.{uuid.uuid4().hex}.partial"
+            target.touch(mode=0o666, exist_ok=False)
             try:
                 self._stream(sources, schema, numbers[-1], target)
             except BaseException:
