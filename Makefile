@@ -8,7 +8,7 @@ EXP ?= smoke
 ARGS ?=
 PAPERS ?= ../shared/papers
 
-.PHONY: reproduce run test test-papers test-slow test-faults test-scale bench-scale tracking-server test-experiments test-install test-cluster bench-orchestration bench-tuners lint bench report check-pages clean movielens obd
+.PHONY: reproduce run test test-papers test-slow test-faults test-scale test-slurm bench-scale tracking-server test-experiments test-install test-cluster bench-orchestration bench-tuners lint bench report check-pages clean movielens obd
 
 # editable_mode=compat: the checkout itself goes on sys.path, so that Hydra's plugin scan finds
 # hydra_plugins/sweeper_launcher (it cannot walk setuptools' default editable finder).
@@ -43,6 +43,9 @@ test-faults: $(STAMP)  ## kill -9 at 30 moments, double Ctrl-C, two drivers: exa
 
 test-scale: $(STAMP)  ## PostgreSQL-backed server: batches, a server and a database restarted mid-sweep (slow)
 	$(BIN)/python -m pytest -q -m slow tests/test_scale_faults.py tests/test_bulk.py tests/test_postgres_server.py $(ARGS)
+
+test-slurm: $(STAMP)  ## a real one-host Slurm (as root): the sweeper-slurm recipe sbatch-ed, scancel-ed, resubmitted; exactly once on PostgreSQL (slow)
+	$(BIN)/python -m pytest -q -m slow tests/test_slurm.py $(ARGS)
 
 bench-scale: $(STAMP)  ## cells/s per store, driver memory, resume and report times; starts/stops PostgreSQL itself
 	$(BIN)/python bench/bench_scale.py $(ARGS)
