@@ -97,15 +97,14 @@ def ray_command(python: str) -> str:
 
 BODY = r"""
 set -u
+stop=0
+trap 'stop=1' TERM INT  # a stop before the driver runs: no sweep (the driver takes it after)
 cd {workdir}
 PY={python}
 RAY={ray}
-export SWEEPER_DATA_DIR={data_dir}
+{data_line}
 export MLFLOW_TRACKING_URI={tracking_uri}
 export PYTHONUNBUFFERED=1
-# Ray 2.60 drains a node for up to 30 s on SIGTERM (for Ray Serve); the sweep has nothing to
-# drain, and Slurm signals the node's GCS at the same moment, so the drain could only wait.
-export RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S=0
 # Ray's token authentication: every node of this job gets the same token through srun's
 # environment (a fresh one per job unless $RAY_AUTH_TOKEN is set when submitting).
 export RAY_AUTH_MODE=token
@@ -120,8 +119,8 @@ cpus=${{SLURM_CPUS_PER_TASK:-$SLURM_CPUS_ON_NODE}}
 head_flags=$("$PY" -m sweeper.slurm_ray flags --head)
 address=$head_ip:$(sed -E 's/^--port=([0-9]+).*/\1/' <<<"$head_flags")
 steps=()
-stop_ray() {{  # SIGTERM to every step of this job (its Ray nodes), not to this script
-  scancel --signal=TERM "$SLURM_JOB_ID" 2>/dev/null
+stop_ray() {{  # end this job's Ray steps: srun, signalled, kills its step (SIGKILL)
+  kill -TERM "${{steps[@]}}" 2>/dev/null
   wait "${{steps[@]}}" 2>/dev/null
   rm -rf "$RAY_TMP"
 }}
@@ -144,6 +143,11 @@ fi
 # The driver runs here, on the head. SIGTERM (scancel; the time limit's --signal=B:TERM)
 # is passed on to it: it cancels the cells in flight, keeps the finished ones and ends the
 # sweep's parent run KILLED (exit status 130).
+if [ "$stop" -eq 1 ]; then
+  echo "sweeper-slurm: stopped before the sweep started; resubmit to run it: sbatch {script}"
+  stop_ray
+  exit 130
+fi
 "$PY" -m sweeper "${{OVERRIDES[@]}}" launcher.address="$address" &
 driver=$!
 trap 'kill -TERM $driver 2>/dev/null' TERM INT
@@ -176,7 +180,7 @@ def render(recipe: Recipe) -> str:
         workdir=shlex.quote(recipe.workdir),
         python=shlex.quote(recipe.python),
         ray=shlex.quote(ray_command(recipe.python)),
-        data_dir=shlex.quote(recipe.data_dir or _default_data_dir()),
+        data_line=_data_line(recipe),
         tracking_uri=shlex.quote(recipe.tracking_uri),
         overrides=" ".join(shlex.quote(o) for o in recipe.sweep_overrides()),
         join_s=JOIN_TIMEOUT_S,
@@ -185,10 +189,17 @@ def render(recipe: Recipe) -> str:
     return "\n".join(header) + "\n" + body
 
 
-def _default_data_dir() -> str:
-    from tasks.storage import default_data_dir
-
-    return str(default_data_dir().resolve())
+def _data_line(recipe: Recipe) -> str:
+    """Where the cells find the datasets: ``--data-dir``, else ``$SWEEPER_DATA_DIR``, else
+    the working directory's ``.cache/datasets`` (a checkout's, where ``make movielens`` puts
+    them) when it exists; else the cells' own default (tasks/storage.py)."""
+    found = recipe.data_dir or os.environ.get("SWEEPER_DATA_DIR")
+    cache = Path(recipe.workdir) / ".cache" / "datasets"
+    if not found and cache.is_dir():
+        found = str(cache)
+    if not found:
+        return "# no data directory given: the cells' default (--data-dir DIR to set one)"
+    return f"export SWEEPER_DATA_DIR={shlex.quote(str(Path(found).expanduser().resolve()))}"
 
 
 def write(recipe: Recipe, path: Path) -> Path:
@@ -246,8 +257,8 @@ def _parser() -> argparse.ArgumentParser:
     add(
         "--data-dir",
         default=None,
-        help="the datasets, at the same path on every node (default: $SWEEPER_DATA_DIR or "
-        "the checkout's .cache/datasets)",
+        help="the datasets, at the same path on every node (default: $SWEEPER_DATA_DIR, "
+        "else WORKDIR/.cache/datasets if it exists)",
     )
     add("--python", default=sys.executable, help="the Python the package is installed in")
     add("--workdir", default=os.getcwd(), help="the job's working directory (default: here)")

@@ -33,13 +33,14 @@ NODE_PORTS = (
     "runtime-env-agent-port",
     "metrics-export-port",
 )
-HEAD_PORTS = ("port", "ray-client-server-port")
+HEAD_PORTS = ("port", "ray-client-server-port", "dashboard-port")
 SCONTROL_S = 20.0
 
 
 def start_flags(head: bool) -> list[str]:
     """``--<name>=<free port>`` for every port a Ray node listens on (and, for the head,
-    the GCS and client server ports); the dashboard is left off, the sweep does not use it."""
+    the GCS, client server and dashboard ports: Ray checks the last even with the dashboard
+    left off, as it is here: the sweep does not use it)."""
     names = (*HEAD_PORTS, *NODE_PORTS) if head else NODE_PORTS
     flags = [f"--{name}={free_port_any()}" for name in names]
     return [*flags, "--include-dashboard=false"] if head else flags

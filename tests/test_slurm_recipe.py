@@ -108,3 +108,13 @@ def test_a_node_slurm_does_not_say_is_resolved_by_name(monkeypatch, tmp_path):
     (tmp_path / "slurm.conf").write_text("ClusterName=none\n")  # scontrol fails at once
     monkeypatch.setenv("SLURM_CONF", str(tmp_path / "slurm.conf"))
     assert slurm_ray.node_address("localhost") == socket.gethostbyname("localhost")
+
+
+def test_the_data_directory_is_the_one_given_else_the_checkouts(tmp_path, monkeypatch):
+    monkeypatch.delenv("SWEEPER_DATA_DIR", raising=False)
+    recipe = slurm.Recipe(["+exp=smoke"], "http://h:5000", workdir=str(tmp_path))
+    assert slurm._data_line(recipe).startswith("# no data directory given")
+    (tmp_path / ".cache" / "datasets").mkdir(parents=True)
+    assert slurm._data_line(recipe) == f"export SWEEPER_DATA_DIR={tmp_path}/.cache/datasets"
+    recipe.data_dir = str(tmp_path / "data dir")
+    assert slurm._data_line(recipe) == f"export SWEEPER_DATA_DIR='{tmp_path}/data dir'"
