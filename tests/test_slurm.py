@@ -11,7 +11,10 @@ munged, slurmctld and slurmd run as root from a config in a temporary directory,
 2. a longer sweep (T=20000, one cell at a time) ``scancel``-ed after its first cell: the job
    is CANCELLED, its output has the driver's "Interrupted" and resume command and the
    recipe's ``sbatch <file>`` hint, its parent run is KILLED and nothing is RUNNING; the
-   same file submitted again skips the finished cells and COMPLETES;
+   same file submitted again is stopped as ``--signal=B:TERM@120`` stops it before a time
+   limit (SIGTERM to the batch shell alone, sent with ``scancel --batch --signal=TERM``):
+   the script passes it on, the driver stops once, the job FAILS with exit code 130 and the
+   parent run is KILLED; submitted a third time it skips the finished cells and COMPLETES;
 3. in the server: exactly one FINISHED run per cell of both sweeps, none RUNNING; each job's
    final state from ``scontrol show job`` (no accounting daemon, so no ``sacct``);
 4. afterwards no process of the test's Slurm, munge, Ray, PostgreSQL or MLflow is left: each
@@ -158,6 +161,27 @@ def test_the_slurm_recipe_runs_stops_on_scancel_and_resumes(
             assert not _runs(uri, "attributes.status = 'RUNNING'", experiment="smoke_slurm")
             print(f"cancelled after {partial} of 18 cells at {time.monotonic() - started:.0f}s")
 
+            # the time limit's early signal (--signal=B:TERM@120): SIGTERM to the batch
+            # shell alone, which `scancel --batch --signal=TERM` sends the same way
+            job = _submit(slurm, script)
+            jobs.append(job)
+            _until(lambda: _finished(uri, "smoke_slurm") > partial, 300, "a resumed cell",
+                   lambda: _output(tmp_path, "longer", job))  # fmt: skip
+            signalled = slurm.run("scancel", "--batch", "--signal=TERM", job)
+            assert signalled.returncode == 0, signalled.stderr
+            fields = _final(slurm, job, 120, tmp_path, "longer")
+            output = _output(tmp_path, "longer", job)
+            assert (fields["JobState"], fields["ExitCode"]) == ("FAILED", "130:0"), output[-4000:]
+            assert output.count("stopping: cancelling the cells in flight") == 1, output[-3000:]
+            assert "Interrupted: finished cells are kept" in output, output[-4000:]
+            assert f"sbatch {script}" in output, output[-3000:]
+            (parent,) = _runs(uri, "tags.role = 'sweep'", experiment="smoke_slurm")
+            assert parent.info.status == "KILLED", parent.info.status
+            assert not _runs(uri, "attributes.status = 'RUNNING'", experiment="smoke_slurm")
+            partial = _finished(uri, "smoke_slurm")
+            assert partial < 18, "the signal landed after the sweep's end: nothing to resume"
+            print(f"signalled after {partial} of 18 cells at {time.monotonic() - started:.0f}s")
+
             job = _submit(slurm, script)
             jobs.append(job)
             fields = _final(slurm, job, 900, tmp_path, "longer")
@@ -171,32 +195,24 @@ def test_the_slurm_recipe_runs_stops_on_scancel_and_resumes(
             (parent,) = _runs(uri, "tags.role = 'sweep'", experiment="smoke_slurm")
             assert parent.info.status == "FINISHED"
             print(f"resumed job done at {time.monotonic() - started:.0f}s")
-            daemons = [p.pid for p in slurm.daemons.values()]
     finally:
-        for job in jobs:  # a Ray a failed job left behind, by the pids naming its temp dir
+        ray_left = {}  # a Ray a job left behind, found and then ended by its pids
+        for job in jobs:
+            ray_left[job] = _processes_of(Path(f"/tmp/sweeper-ray-{job}"))
             _stop_ray(Path(f"/tmp/sweeper-ray-{job}"))
+            shutil.rmtree(f"/tmp/sweeper-ray-{job}", ignore_errors=True)
         _SLURM_ENV.clear()
-    # 4. nothing left running: the daemons (stopped when their `with` ended) and Ray
-    for pid in daemons:
-        assert not _alive(pid), f"daemon {pid} survived"
+        leftovers = _processes_of(base)
+        shutil.rmtree(base, ignore_errors=True)
+    # 4. nothing left running: no process started from this Slurm (slurmstepd, a job's)
+    # outlived its daemons, no Ray its job, no PostgreSQL or MLflow process its `with`
     assert not slurm.leftovers, f"processes of the test's Slurm had to be killed: {slurm.leftovers}"
-    for job in jobs:
-        assert not _processes_of(Path(f"/tmp/sweeper-ray-{job}")), f"Ray of job {job} survived"
-    assert not _processes_of(base), f"processes of {base} survived"
-    shutil.rmtree(base, ignore_errors=True)
+    assert not any(ray_left.values()), f"Ray processes outlived their jobs: {ray_left}"
+    assert not leftovers, f"processes of {base} survived"
 
 
 def _finished(uri: str, experiment: str) -> int:
     return sum(r.info.status == "FINISHED" for r in _cells(uri, experiment))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    status = Path(f"/proc/{pid}/status")
-    return status.exists() and "zombie" not in status.read_text()
 
 
 def _until(predicate, timeout: float, what: str, output) -> None:
