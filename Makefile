@@ -9,7 +9,7 @@ EXP ?= smoke
 ARGS ?=
 PAPERS ?= ../shared/papers
 
-.PHONY: reproduce run test test-papers test-slow test-faults test-scale test-range bench-scale tracking-server test-experiments test-install test-cluster bench-orchestration bench-tuners lint bench report check-pages clean movielens obd
+.PHONY: reproduce run test test-papers test-slow test-faults test-scale test-range test-slurm bench-scale tracking-server test-experiments test-install test-cluster bench-orchestration bench-tuners lint bench report check-pages clean movielens obd
 
 # editable_mode=compat: the checkout itself goes on sys.path, so that Hydra's plugin scan finds
 # hydra_plugins/sweeper_launcher (it cannot walk setuptools' default editable finder).
@@ -57,6 +57,9 @@ $(OLDEST)/.installed: pyproject.toml setup.py tests/version_range.py $(STAMP)
 	$(BIN)/python -m tests.version_range oldest > $(OLDEST)/oldest.txt
 	$(OLDEST)/bin/python -m pip install --quiet -e ".[dev]" -r $(OLDEST)/oldest.txt --config-settings editable_mode=compat
 	touch $@
+
+test-slurm: $(STAMP)  ## a real one-host Slurm (as root): the sweeper-slurm recipe sbatch-ed, scancel-ed, resubmitted; exactly once on PostgreSQL (slow)
+	$(BIN)/python -m pytest -q -m slow tests/test_slurm.py $(ARGS)
 
 bench-scale: $(STAMP)  ## cells/s per store, driver memory, resume and report times; starts/stops PostgreSQL itself
 	$(BIN)/python bench/bench_scale.py $(ARGS)

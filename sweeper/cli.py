@@ -1,4 +1,4 @@
-"""The console scripts ``sweeper`` and ``sweeper-report``.
+"""The console scripts ``sweeper``, ``sweeper-report`` and ``sweeper-slurm``.
 
 They import the orchestrator only when called, so that an installation without its
 dependencies (``pip install --no-deps``, or a research-code-only environment) gets one
@@ -38,4 +38,13 @@ def report() -> None:
         from sweeper.report.__main__ import main
     except ModuleNotFoundError as err:
         _missing(err, "sweeper-report")
+    sys.exit(main())
+
+
+def slurm() -> None:
+    """``sweeper-slurm [options] -- OVERRIDES``: the same as ``python -m sweeper.slurm``."""
+    try:
+        from sweeper.slurm import main
+    except ModuleNotFoundError as err:
+        _missing(err, "sweeper-slurm")
     sys.exit(main())

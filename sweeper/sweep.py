@@ -35,6 +35,7 @@ from sweeper.errors import StoreFailed, SweepError
 from sweeper.execute import Outcome, cell_function
 from sweeper.grid import Composer, Grid, expand, task_of
 from sweeper.launch import check_launcher, init_ray, launch
+from sweeper.nfs import warn_network_sqlite
 from sweeper.progress import Progress, format_duration
 from sweeper.seeds import budget_of
 from sweeper.store import Done, LeaseLost, SweepStore, check_store, patience_of, resolve_uri
@@ -133,6 +134,7 @@ def run_sweep(
     check_launcher(cfg.launcher)
     uri = resolve_uri(cfg.tracking.get("uri"))
     settings.check(cfg, uri)
+    warn_network_sqlite(uri, cfg.tracking.get("database"))  # sqlite on NFS: one paragraph
     cells = expand(cfg, compose, cli_overrides)
     if len(cells) > settings.max_cells(cfg):
         raise settings.too_many(f"this sweep has {len(cells):,} cells", settings.max_cells(cfg))

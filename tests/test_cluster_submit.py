@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pytest
 
+from sweeper.slurm_ray import NODE_PORTS
 from tests.data_fixtures import movielens_file  # noqa: F401  (fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,14 +85,7 @@ def _wait(predicate, timeout: float, what: str, step: float = 1.0):
 def node_ports(head: bool) -> str:
     """``ray start`` flags giving a node its own free ports: two nodes on one host (and the
     other Ray instances here) would clash on the defaults (e.g. the agent's 52365)."""
-    flags = [
-        "node-manager-port",
-        "object-manager-port",
-        "dashboard-agent-listen-port",
-        "dashboard-agent-grpc-port",
-        "runtime-env-agent-port",
-        "metrics-export-port",
-    ]
+    flags = list(NODE_PORTS)
     if head:
         flags.append("ray-client-server-port")
     return " ".join(f"--{flag}={_free_port()}" for flag in flags)

@@ -96,6 +96,12 @@ def test_the_default_install_runs_sweeps_from_another_directory(wheel, tmp_path)
     done = _run([str(bin_dir / "sweeper"), "+exp=smoke", "seeds=1", "horizon=50", *local], work)
     assert "6 finished, 0 failed" in done.stdout, done.stdout[-2000:]
 
+    script = work / "smoke.sbatch"  # the Slurm recipe's command, installed with the wheel
+    slurm = [str(bin_dir / "sweeper-slurm"), "--tracking-uri", "http://login1:5000"]
+    done = _run([*slurm, "--out", str(script), "--", "+exp=smoke"], work)
+    assert f"PY={python}" in script.read_text() and "sbatch" in done.stdout, done.stdout
+    assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+
     multirun = [str(python), "-m", "sweeper", "-m", "task=toy", "horizon=10", "seed=0,1,2"]
     done = _run([*multirun, *local], work)
     assert "3 job(s) as one sweep" in done.stdout and "3 finished" in done.stdout, done.stdout
