@@ -144,3 +144,18 @@ def test_a_real_mount_is_found_in_the_real_table(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [f"{tmp_path}/mnt", "tmpfs", "sweeper-test"]
+
+
+def test_a_sweep_into_a_sqlite_store_on_nfs_says_so_first(tmp_path, composer, monkeypatch, capsys):
+    """The driver calls the warning before anything runs (the sweep itself goes on)."""
+    from sweeper.sweep import run_sweep
+
+    table = tmp_path / "mountinfo"
+    table.write_text(MOUNTINFO + f"45 27 0:48 / {tmp_path} rw - nfs4 filer:/scratch rw\n")
+    monkeypatch.setattr(nfs, "MOUNTINFO", table)
+    overrides = ["task=toy", "launcher.name=local", "seeds=1", "horizon=5",
+                 f"tracking.uri=sqlite:///{tmp_path}/mlflow.db", "experiment.name=nfs"]  # fmt: skip
+    result = run_sweep(composer(overrides), composer, overrides, out=io.StringIO())
+    assert result.exit_code == 0
+    warned = capsys.readouterr().err
+    assert f"{tmp_path}/mlflow.db" in warned and "nfs4 filer:/scratch" in warned
