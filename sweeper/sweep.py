@@ -237,7 +237,8 @@ def _drive(
     result.load_table = lambda columns=None: store.table(cells.keys, columns)
     _say_start(cfg, result, todo, done, rerun and bool(done.finished), out)
     source = _source(cfg, store, cells, todo, rerun)
-    progress = Progress(len(todo), out)
+    adaptive = isinstance(source, AdaptiveSeeds)
+    progress = Progress(source.cells_left() if adaptive else len(todo), out)
     recorder = store.recorder(progress)
     running: set[str] = set()
 
@@ -265,8 +266,9 @@ def _drive(
                     progress.finish(outcome.status == "FINISHED", cell.key in running)
                     running.discard(cell.key)
                     recorder.add(cell, outcome)
-                    if isinstance(source, AdaptiveSeeds):
+                    if adaptive:  # the seeds it asks for now: the bar's total grows with them
                         source.observe(cell, _lead_of(outcome, result.task.lead))
+                        progress.total = progress.done + source.cells_left()
                 if recorder.due():
                     count(recorder.flush())
                 progress.draw()
