@@ -8,6 +8,13 @@ undecided, that option and the reference get ``step`` more seeds (once every cel
 option's seeds so far has an outcome), up to ``max``; an option already decided gets no
 more. The driver streams: cells of other groups and options run meanwhile.
 
+When the rule has nothing to hand out and CPUs would idle (the last cells of a step), the
+launcher asks for speculative cells (:meth:`AdaptiveSeeds.speculate`): the next step of
+comparisons still open on the seeds they have so far. Their values count only once the rule
+asks for their seeds, so the decisions, and the cells the rule asks for, are those of a
+sweep without speculation; a speculative cell the rule never asks for is a cell run for
+nothing but a CPU that was free (it is kept, and a later fixed-seed sweep reuses it).
+
 The per-comparison error rate is ``alpha``; with K comparisons in a group the chance of any
 wrong decision is at most K x alpha (Bonferroni): the report states the count, it does not
 adjust alpha.
@@ -103,6 +110,7 @@ class AdaptiveSeeds:
                 g.values[(option, seed)] = finished[cell.key]
                 g.outcomes.add((option, seed))
         self.handed: set[int] = set()
+        self.ahead: set[int] = set()  # handed out by speculate()
         for g in self.groups.values():
             self._advance(g)
 
@@ -130,6 +138,42 @@ class AdaptiveSeeds:
                     self.handed.add(i)
                     out.append(self.cells[i])
         return out
+
+    def speculate(self, n: int) -> list[Cell]:
+        """Up to ``n`` cells of the next ``step`` seeds of each option whose comparison is
+        undecided on the seeds it has so far (two at least: an interval, not a guess), and
+        of the reference; lowest seeds first across groups (see the module docstring).
+        None when ``budget.speculate`` is off."""
+        if not self.budget.speculate or n <= 0:
+            return []
+        candidates = {
+            (seed, i)
+            for g in self.groups.values()
+            for d in self.decisions_of(g)
+            if d.state == UNDECIDED and d.seeds >= 2
+            for option in (d.option, self.task.reference)
+            for seed in range(g.wanted(option), min(g.wanted(d.option) + self.budget.step,
+                                                    self.budget.max))
+            if (i := self._free(g, option, seed)) is not None
+        }  # fmt: skip
+        chosen = sorted(candidates)[:n]
+        self.handed.update(i for _, i in chosen)
+        self.ahead.update(i for _, i in chosen)
+        return [self.cells[i] for _, i in chosen]
+
+    def ahead_used(self) -> tuple[int, int]:
+        """How many cells were handed out ahead of the rule, and how many of those the rule
+        then asked for (the rest ran on CPUs that were free, for nothing)."""
+        used = sum(
+            1 for g in self.groups.values() for (option, seed), i in g.cells.items()
+            if i in self.ahead and seed < g.wanted(option)
+        )  # fmt: skip
+        return len(self.ahead), used
+
+    def _free(self, g: Group, option: str, seed: int) -> int | None:
+        """The grid index of (option, seed) if it has no outcome and was not handed out."""
+        i = g.cells.get((option, seed))
+        return None if i is None or i in self.handed or (option, seed) in g.outcomes else i
 
     def more(self) -> bool:
         """Whether any cell may still be handed out."""
@@ -195,10 +239,11 @@ class AdaptiveSeeds:
         return [d for g in self.groups.values() for d in self.decisions_of(g)]
 
     def cells_left(self) -> int:
-        """How many cells of the groups' wanted seeds have no outcome yet."""
+        """How many cells of the groups' wanted seeds, or handed out ahead of them, have no
+        outcome yet."""
         return sum(
-            1 for g in self.groups.values() for key in g.cells
-            if key[1] < g.wanted(key[0]) and key not in g.outcomes
+            1 for g in self.groups.values() for key, i in g.cells.items()
+            if (key[1] < g.wanted(key[0]) or i in self.handed) and key not in g.outcomes
         )  # fmt: skip
 
     def cells_wanted(self) -> int:

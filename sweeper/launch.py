@@ -106,6 +106,10 @@ class Source(Protocol):
         """Whether any cell may still be handed out."""
         ...
 
+    def speculate(self, n: int) -> list[Cell]:
+        """Up to ``n`` cells to run ahead of need on CPUs that ``take`` leaves idle."""
+        ...
+
 
 class Fixed:
     """Every cell of ``cells``, in order, each built when it is taken (sweeper/grid.Grid)."""
@@ -120,6 +124,9 @@ class Fixed:
 
     def more(self) -> bool:
         return self.left > 0
+
+    def speculate(self, n: int) -> list[Cell]:  # noqa: ARG002 - a fixed grid has no ahead
+        return []
 
 
 def launch(cells: Sequence[Cell] | Source, launcher: Mapping[str, Any]) -> Iterator[Event]:
@@ -304,10 +311,15 @@ def _launch_ray(source: Source, launcher: Mapping[str, Any]) -> Iterator[Event]:
     )
     limit = timeout_of(launcher)
     max_in_flight = max(1, int(launcher.get("max_in_flight") or 64))
+    cpus_per_cell = float(launcher.get("cpus_per_cell") or 1)
     in_flight: dict[Any, _Slot] = {}
     try:
         while True:
-            for cell in source.take(max_in_flight - len(in_flight)):
+            free = max_in_flight - len(in_flight)
+            cells = source.take(free)
+            if len(cells) < free:  # the source is starved: fill CPUs that would idle
+                cells += source.speculate(_idle(len(in_flight) + len(cells), cpus_per_cell))
+            for cell in cells:
                 in_flight[remote.remote(cell.function, cell.config)] = _Slot(cell)
             if not in_flight:
                 break  # nothing running and nothing handed out: the source is done
@@ -324,6 +336,13 @@ def _launch_ray(source: Source, launcher: Mapping[str, Any]) -> Iterator[Event]:
     finally:
         for generator in in_flight:
             ray.cancel(generator, force=True)
+
+
+def _idle(running: int, cpus_per_cell: float) -> int:
+    """How many more cells the cluster's CPUs hold now, beyond ``running``."""
+    import ray
+
+    return int(ray.cluster_resources().get("CPU", 0.0) // cpus_per_cell) - running
 
 
 def _wait_s(in_flight: Mapping[Any, _Slot], limit: float | None) -> float:

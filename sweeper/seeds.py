@@ -7,7 +7,9 @@ Each group (every grid setting but the compare axis and the seed) starts with ``
 and gets ``step`` more while one of its paired comparisons against the reference is
 undecided (:mod:`sweeper.adaptive`), up to ``max``. ``precision`` is relative to the
 reference's mean of the lead metric. The grid is the ``max`` seeds' cells: a cell's key is
-the same as in a fixed sweep, so the two share every cell run.
+the same as in a fixed sweep, so the two share every cell run. ``speculate`` (default true)
+lets CPUs that would otherwise idle run the next step of comparisons still open, ahead of
+the rule (:meth:`sweeper.adaptive.AdaptiveSeeds.speculate`); the decisions do not change.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from sweeper.errors import SweepError, whole_number
 
-KEYS = ("until", "min", "max", "step", "alpha", "precision")
+KEYS = ("until", "min", "max", "step", "alpha", "precision", "speculate")
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,7 @@ class SeedBudget:
     step: int = 5
     alpha: float = 0.05
     precision: float = 0.02
+    speculate: bool = True
 
 
 def budget_of(cfg: DictConfig) -> SeedBudget | None:
@@ -44,7 +47,7 @@ def budget_of(cfg: DictConfig) -> SeedBudget | None:
     if unknown or given.get("until") != "decided":
         raise SweepError(
             f"seeds={given}: a seed budget is seeds={{until: decided, min: 10, max: 40, "
-            "step: 5, alpha: 0.05, precision: 0.02}} (min, max, step, alpha and precision "
+            "step: 5, alpha: 0.05, precision: 0.02, speculate: true}} (every key but until "
             f"optional){f'; unknown key(s) {unknown}' if unknown else ''}; or give a number "
             "of seeds (seeds=20)"
         )
@@ -54,6 +57,7 @@ def budget_of(cfg: DictConfig) -> SeedBudget | None:
         step=whole_number(given.get("step", 5), "seeds.step", 1, "seeds.step is at least 1"),
         alpha=_fraction(given.get("alpha", 0.05), "seeds.alpha"),
         precision=_fraction(given.get("precision", 0.02), "seeds.precision"),
+        speculate=_boolean(given.get("speculate", True), "seeds.speculate"),
     )
     if budget.min > budget.max:
         raise SweepError(f"seeds.min={budget.min} is above seeds.max={budget.max}")
@@ -67,6 +71,12 @@ def seed_count(cfg: DictConfig) -> int | None:
         return budget.max
     seeds = cfg.get("seeds")
     return None if seeds is None else whole_number(seeds, "seeds", 1, "seeds=N runs seeds 0..N-1")
+
+
+def _boolean(value: Any, key: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    raise SweepError(f"{key}={value!r}: true or false, e.g. {key}=false")
 
 
 def _fraction(value: Any, key: str) -> float:

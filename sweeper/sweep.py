@@ -83,6 +83,7 @@ class SweepResult:
     resume_s: float = 0.0  # reading what the experiment holds and what is left to run
     load_table: Any = None  # columns -> the sweep's table, read back from the store
     decisions: list[dict[str, Any]] = field(default_factory=list)  # seeds until decided
+    ahead: tuple[int, int] = (0, 0)  # cells run ahead of the rule, and how many it asked for
 
     @property
     def table(self) -> pd.DataFrame | None:
@@ -293,6 +294,7 @@ def _drive(
         result.cancelled = len(todo) - result.processed
     if isinstance(source, AdaptiveSeeds):
         result.decisions = source.table()
+        result.ahead = source.ahead_used()
         result.cancelled = min(result.cancelled, source.cells_left())
         if not (result.store_error or result.lost):
             try:
@@ -549,6 +551,13 @@ def _print_decisions(result: SweepResult, out: TextIO) -> None:
     ]
     view = rows[["group", "option", "seeds", "mean_difference", "interval", "state"]]
     print(view.head(MAX_SUMMARY_ROWS).round(3).to_string(index=False), file=out)
+    ahead, used = result.ahead
+    if ahead:
+        print(
+            f"{ahead} cells ran ahead of the rule on CPUs that would have idled; it then asked "
+            f"for {used} of them (seeds.speculate=false turns this off)",
+            file=out,
+        )
 
 
 def _print_lead(result: SweepResult, out: TextIO) -> None:

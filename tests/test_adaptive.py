@@ -98,3 +98,125 @@ def test_killed_midway_it_resumes_to_the_same_decisions(tmp_path, composer):
     parent = client.search_runs([experiment], "tags.role = 'sweep'")[0]
     path = client.download_artifacts(parent.info.run_id, "decisions.json")
     assert _states(json.loads(Path(path).read_text())) == EXPECTED
+
+
+# --- running ahead of the rule on CPUs that would idle (seeds.speculate) ---------------
+
+
+def _stand_in_cells(groups: dict[str, float]) -> tuple[list, dict[str, float]]:
+    """Cells of a two-option grid (``shift`` 0 = the reference, 1) per group, 15 seeds, and
+    each cell's lead value: the option is worse by 1 plus normal noise of the group's sd."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    cells, value = [], {}
+    rng = np.random.default_rng(7)
+    for group, sd in groups.items():
+        for seed in range(15):
+            noise = rng.normal(0, sd)
+            for shift in ("0", "1"):
+                key = f"{group}/{shift}/{seed}"
+                config = {"group": group, "shift": shift, "seed": seed}
+                cells.append(SimpleNamespace(key=key, tags={"shift": shift}, config=config,
+                                             setting=f"{group}/shift={shift}"))  # fmt: skip
+                value[key] = 10.0 + float(shift) + (noise if shift == "1" else 0.0)
+    return cells, value
+
+
+def _rule(cells, speculate: bool):
+    from sweeper.adaptive import AdaptiveSeeds
+    from sweeper.seeds import SeedBudget
+    from sweeper.task import Task
+
+    budget = SeedBudget(min=5, max=15, step=5, speculate=speculate)
+    task = Task("toy", compare="shift", reference="0", lead="final", metrics={})
+    return AdaptiveSeeds(cells, budget, task, finished={})
+
+
+def _drive(rule, value, capacity: int) -> list:
+    """The launcher's loop with ``capacity`` CPUs and cells finishing first in, first out:
+    take what the rule hands out, and when it is starved, what it speculates."""
+    running, ran = [], []
+    while True:
+        running += rule.take(64)
+        running += rule.speculate(capacity - len(running))
+        if not running:
+            return ran
+        cell = running.pop(0)
+        ran.append(cell.key)
+        rule.observe(cell, value[cell.key])
+
+
+def test_speculation_runs_ahead_only_where_a_comparison_is_open_and_changes_no_decision():
+    cells, value = _stand_in_cells({"settled": 0.01, "open": 30.0})
+    plain, ahead = _rule(cells, speculate=False), _rule(cells, speculate=True)
+    _drive(plain, value, capacity=4)
+
+    first = ahead.take(64)  # every cell of the first 5 seeds, and nothing to speculate yet
+    assert len(first) == 20 and ahead.speculate(8) == []
+    for cell in first[:-1]:  # all but one: the open group's step cannot end yet
+        ahead.observe(cell, value[cell.key])
+    early = ahead.speculate(100)
+    assert {(c.config["group"], c.config["seed"]) for c in early} == {
+        ("open", s) for s in range(5, 10)
+    } and len(early) == 10  # the open comparison's next step, option and reference
+    assert ahead.speculate(100) == []  # one step ahead, never two
+    for cell in [first[-1], *early]:
+        ahead.observe(cell, value[cell.key])
+    _drive(ahead, value, capacity=4)
+
+    assert ahead.table() == plain.table()  # the same decisions, seed by seed
+    assert sorted(d["state"] for d in plain.table()) == ["undecided", "worse"]
+    assert ahead.ahead_used() == (10, 10)  # the rule then asked for all of them
+
+
+def test_speculation_off_or_a_decided_comparison_runs_nothing_ahead():
+    cells, value = _stand_in_cells({"settled": 0.01})
+    for speculate in (False, True):
+        rule = _rule(cells, speculate)
+        ran = _drive(rule, value, capacity=8)
+        assert len(ran) == 10 and rule.ahead_used() == (0, 0)  # decided at min: 5 seeds x 2
+
+
+def test_the_ray_launcher_fills_cpus_a_starved_source_leaves_idle(ray_local):
+    from sweeper.cells import Cell
+    from sweeper.launch import launch
+
+    def toy(seed: int, sleep_s: float) -> Cell:
+        return Cell({"cell": "sweeper.toy.toy_cell", "seed": seed, "horizon": 5,
+                     "toy": {"sleep_s": sleep_s}})  # fmt: skip
+
+    class Starved:  # one slow cell, then nothing but what it may run ahead
+        def __init__(self):
+            self.slow, self.asked = [toy(0, 3.0)], []
+
+        def take(self, n):
+            out, self.slow = self.slow, []
+            return out
+
+        def more(self):
+            return bool(self.slow)
+
+        def speculate(self, n):
+            self.asked.append(n)
+            return [toy(1, 0.0)] if len(self.asked) == 1 else []
+
+    source = Starved()
+    finished = [e.cell.config["seed"] for e in launch(source, {"name": "ray"})
+                if e.kind == "finished"]  # fmt: skip
+    assert source.asked[0] == 1  # 2 CPUs, the slow cell on one: one idle
+    assert finished == [1, 0]  # the cell run ahead finished while the slow one ran
+
+
+def test_on_ray_the_decisions_and_the_cells_asked_for_are_those_of_the_local_run(
+    composer, tracking_uri, ray_local
+):
+    overrides = [*_overrides(tracking_uri, "ahead", BUDGET, "+toy.sleep_s=0.05")]
+    overrides.remove("launcher.name=local")
+    out = io.StringIO()
+    result = run_sweep(composer(overrides), composer, overrides, out=out)
+    assert result.exit_code == 0, out.getvalue()
+    assert _states(result.decisions) == EXPECTED
+    ahead, used = result.ahead
+    assert used <= ahead and result.finished == 2 * 5 + 2 * 15 + (ahead - used)
