@@ -9,7 +9,7 @@ EXP ?= smoke
 ARGS ?=
 PAPERS ?= ../shared/papers
 
-.PHONY: reproduce run test test-papers test-slow test-faults test-scale test-range test-slurm bench-scale tracking-server test-experiments test-install test-cluster bench-orchestration bench-tuners lint bench report check-pages clean movielens obd
+.PHONY: help reproduce run test test-papers test-slow test-faults test-scale test-range test-slurm bench-scale tracking-server test-experiments test-install test-cluster bench-orchestration bench-tuners lint bench report check-pages clean movielens obd
 
 # editable_mode=compat: the checkout itself goes on sys.path, so that Hydra's plugin scan finds
 # hydra_plugins/sweeper_launcher (it cannot walk setuptools' default editable finder).
@@ -103,6 +103,9 @@ obd: $(STAMP)  ## Open Bandit Dataset sample (obp wheel on PyPI) into .cache/dat
 check-pages: $(STAMP)  ## render every docs/results page in headless Chromium: no broken image, no console error
 	$(BIN)/python -m pytest -q -m slow tests/test_report_page.py tests/test_ui_link.py
 	$(BIN)/python -m sweeper.report.pagecheck docs/results/*/index.html
+
+help:  ## every target, with what it does
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:[^#]*## /\t/' | expand -t 20
 
 clean:
 	rm -rf $(VENV) $(OLDEST) outputs multirun mlflow.db mlflow.db.lock mlartifacts reports

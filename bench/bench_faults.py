@@ -1,4 +1,4 @@
-"""Fault injection: exactly once under every fault (issue #17; README, Resume).
+"""Fault injection: exactly once under every fault (issue #17; docs/faults.md).
 
     .venv/bin/python bench/bench_faults.py [--kills 30] [--seed 0] [--out bench/results/faults.md]
 

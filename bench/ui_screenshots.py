@@ -1,4 +1,4 @@
-"""Screenshots of the MLflow UI as a user compares variants in it (README, "Reading the
+"""Screenshots of the MLflow UI as a user compares variants in it (docs/ui.md, "Reading the
 results in the MLflow UI"), each opened from the link a sweep prints (sweeper/ui.py): the
 runs of ``+exp=smoke`` grouped by the ``tuner`` tag and their chart, one bar per tuner; and
 a reduced ``+exp=ablation`` grouped by its own tags ``T1`` and ``k``, one bar per variant.

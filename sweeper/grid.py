@@ -1,29 +1,13 @@
 """Expand a composed experiment into cells (docs/architecture.md, step 2).
 
-An experiment declares ``sweep.grid``: a mapping from a config key to the list of values
-it takes, or a list of such mappings (blocks; the union of their products, for grids that
-are not a full product, such as TL for one hyperparameter and Syndicated for two)::
-
-    sweep:
-      grid:
-        - algorithm: [linucb, lints]          # a group key: option names (conf/algorithm/)
-          tuner: [tl, cdt]
-          space.candidates: [[0.1, 1], [0.1, 0.5, 1]]   # a value key: each value is set
-        - algorithm: [gloc]
-          algorithm.tuned: [[exploration_rate]]        # a list value: wrap it in a list
-          tuner: [syndicated]
-    seeds: 20                                  # adds seed = 0..19 to every block
-
-A key that names a config group (``algorithm``, ``tuner``, ``dataset``) takes option names
-and is composed by Hydra; any other key (``tuner.value``, ``dataset.n_arms``, ``horizon``)
-is set on the composed config (a mapping value merges into a mapping). An axis the user
-sets on the command line (``algorithm=gloc``) keeps only the blocks whose axis lists that
-value and shrinks it to that value; when no block lists it, every block takes it. Cells
-with the same config (hence the same key) are kept once.
+An experiment's ``sweep.grid`` is a mapping from a config key to its values, or a list of
+such blocks whose products are united; a group key takes option names and is composed by
+Hydra, any other key is set on the composed config; ``seeds: N`` adds seeds 0..N-1. The
+syntax, with an example: docs/configuration.md, "Experiments".
 
 ``expand`` returns a :class:`Grid`: the composed blocks and each cell's key, a cell's config
 being built again whenever the cell is read, so the driver's memory holds keys, not configs
-(issue #15: flat in the number of cells).
+(flat in the number of cells).
 """
 
 from __future__ import annotations

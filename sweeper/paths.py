@@ -5,7 +5,7 @@ in ``tasks/``, its configs in ``conf/``); the wheel ships a copy of it as the pa
 ``sweeper/conf`` (``setup.py`` maps it there). A checkout (or an editable install) reads
 the root's ``conf/``, so an edit there is seen at once; an installed wheel, run from any
 directory, reads its own copy. A user's own experiments are added on top of either with
-Hydra's ``--config-dir DIR`` (or ``hydra.searchpath=[file://DIR]``): README, "Your own
+Hydra's ``--config-dir DIR`` (or ``hydra.searchpath=[file://DIR]``): docs/running.md, "Your own
 experiments".
 """
 

@@ -1,5 +1,5 @@
 """The sweep's own settings (``rerun``, ``experiment``, ``tracking``), checked before anything
-runs (README, "Bad input fails in seconds").
+runs (docs/faults.md, "Bad input").
 
 Each mistake is one paragraph naming the setting and the fix (:class:`SweepError`, exit
 status 2), raised before the store is opened, Ray started or a parent run created, so a

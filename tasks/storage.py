@@ -57,8 +57,8 @@ def uploaded_copy_note() -> str:
         f"\nThis job runs from Ray's uploaded copy of your working directory ({root}), which "
         "has no .cache/ (it is gitignored, so `ray job submit --working-dir .` does not upload "
         f'it). Give the job the data directory of the nodes: add "{DATA_DIR_ENV}": '
-        '"/path/to/datasets" to the env_vars of --runtime-env-json (README, "Running on a '
-        'Ray cluster"), a directory that holds the data at the same path on every node.'
+        '"/path/to/datasets" to the env_vars of --runtime-env-json (docs/clusters.md), a '
+        "directory that holds the data at the same path on every node."
     )
 
 

@@ -1,12 +1,12 @@
-"""The README's local-cluster recipe, run as written on this machine (slow: ~2-4 min here).
+"""docs/clusters.md's local-cluster recipe, run as written on this machine (slow: ~2-4 min here).
 
 A real head and a worker started with ``ray start`` (token authentication on, as Ray 2.60
 enables it), an MLflow server on 127.0.0.1 with a sqlite store, and ``ray job submit`` with
-the runtime environment the README gives (``--working-dir .``, ``py_executable``, the
+the runtime environment the page gives (``--working-dir .``, ``py_executable``, the
 tracking URI and ``SWEEPER_DATA_DIR``). The first submission is stopped with
 ``ray job stop`` while it runs, the same command is submitted again, and MLflow must end with
-exactly one FINISHED run per cell. The commands are the README's block, read from
-README.md (``RECIPE``) with this test's ports and paths, so the README cannot drift from what
+exactly one FINISHED run per cell. The commands are the page's block, read from
+docs/clusters.md (``RECIPE``) with this test's ports and paths, so the page cannot drift from what
 is tested. Everything started here is stopped at the end, even on failure: MLflow by its pid,
 Ray with ``ray stop`` on this test's own ``--temp-dir`` (other Ray instances on the machine
 are left alone).
@@ -50,11 +50,11 @@ def _free_port() -> int:
 
 
 def recipe_commands() -> dict[str, str]:
-    """The README's local-cluster block: each command line (continuations joined) by its
+    """docs/clusters.md's local-cluster block: each command line (continuations joined) by its
     leading ``# <name>:`` comment."""
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "clusters.md").read_text()
     block = re.search(r"<!-- local-cluster recipe -->\s*```bash\n(.*?)```", text, re.S)
-    assert block, "README.md lost its local-cluster recipe block"
+    assert block, "docs/clusters.md lost its local-cluster recipe block"
     commands: dict[str, str] = {}
     name = None
     for line in block.group(1).replace("\\\n", " ").splitlines():
@@ -92,7 +92,7 @@ def node_ports(head: bool) -> str:
 
 
 def _same_host(command: str, temp_dir: Path) -> str:
-    """The README's ``ray start`` with its own ports, 1 CPU and, for the head, --temp-dir."""
+    """The recipe's ``ray start`` with its own ports, 1 CPU and, for the head, --temp-dir."""
     head = "--head" in command
     extra = f" --temp-dir={temp_dir}" if head else ""
     return f"{command} --num-cpus=1 {node_ports(head)}{extra}"
@@ -105,8 +105,8 @@ def _ported(command: str, ports: dict[str, int]) -> str:
 
 
 MOVIELENS_CELL = "algorithm=linucb tuner=theory dataset=movielens horizon=300 seed=0"
-"""One MovieLens cell, submitted as the README submits +exp=smoke: it reads the ratings from
-the README's SWEEPER_DATA_DIR ($PWD/.cache/datasets, where `make movielens` puts them)."""
+"""One MovieLens cell, submitted as the recipe submits +exp=smoke: it reads the ratings from
+the recipe's SWEEPER_DATA_DIR ($PWD/.cache/datasets, where `make movielens` puts them)."""
 
 
 def test_the_readme_recipe_submits_stops_and_resubmits_on_a_two_node_cluster(

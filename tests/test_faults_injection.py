@@ -1,7 +1,7 @@
 """``make test-faults``: kill -9, double Ctrl-C, concurrent drivers and a poller against real
 sweeps, each followed by a run to the end (trials: ``bench/bench_faults.py``).
 
-It writes what it saw to bench/results/faults.md (quoted by the README's resume section)
+It writes what it saw to bench/results/faults.md (quoted by docs/faults.md)
 and fails if any trial broke "exactly one FINISHED run per cell, nothing RUNNING, the
 table's rows equal to the runs". About 15-25 minutes on this 2-core machine.
 """

@@ -50,7 +50,8 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 RESEARCH = ["numpy", "scipy", "pandas", "threadpoolctl", "scikit-learn", "optuna", "numba"]
-"""What the research code (``tasks``) imports (pyproject.toml, "Installing" in the README)."""
+"""What the research code (``tasks``) imports (pyproject.toml; docs/running.md, "Installing
+without a checkout")."""
 
 
 def _venv(path: Path, *requirements: str) -> Path:

@@ -1,34 +1,7 @@
-"""What a report shows: the optional ``report:`` section of an experiment's YAML.
-
-Every key is optional::
-
-    report:
-      title: Candidate sets (003 Table 4)
-      axes:                          # per config key of a sweep axis
-        space.candidates:
-          name: candidates           # column header, and the key published cells use
-          labels: {C1: [0.1, 1, 2, 3, 4, 5], C2: [0.1, 0.25, 0.5]}   # label: value
-        tuner:
-          merge: {TL/Syndicated: [tl, syndicated]}   # one column for several values
-      pivot: space.candidates        # axes spread into side-by-side columns (with tuner)
-      tables:                        # default: the family's lead metric, then runtime_s
-        - name: regret
-          metric: final_regret
-          where: {tuner.restart_multiplier: 3}     # keep only these cells
-          published: ["003 Table 4", {table: "003 Table 5", where: {T1: "T^(2/(p+3))"}}]
-          transpose: false           # true: the compared values (e.g. tuners) are rows
-      paired: {axis: tuner, reference: cdt, metric: final_regret, where: {}}   # or false
-                                     # (defaults: the family's compare axis, reference, lead)
-      optimum: {axis: tuner.value, metric: final_regret}            # 003 Table 3
-      figures: {curves: true, hyperparameters: true, lines: [cdt, tl, op, theory],
-                lines_by: [tuner],   # the axes whose values are lines (default: pivot + compare)
-                # histograms of summary metrics over cells (panels_by: [] pools them)
-                distributions: [final_regret, {metric: runtime_s, lines_by: [algorithm]}],
-                # a summary metric (mean +- sd) against the values of an axis
-                against: [{axis: space.candidates, metric: final_regret}]}
-
-The section used is the one recorded in the newest sweep's ``config.yaml``, updated by
-the one in ``conf/exp/NAME.yaml`` as it is now (so layout edits need no rerun).
+"""What a report shows: the optional ``report:`` section of an experiment's YAML, every key
+optional (the reference, with an example of each key: docs/reports.md). The section used is
+the one recorded in the newest sweep's ``config.yaml``, updated by the one in
+``conf/exp/NAME.yaml`` as it is now (so layout edits need no rerun).
 """
 
 from __future__ import annotations

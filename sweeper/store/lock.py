@@ -1,4 +1,4 @@
-"""Who may write into a store, and how a new sqlite store comes to exist (README, Resume).
+"""Who may write into a store, and how a new sqlite store comes to exist (docs/faults.md).
 
 **One driver at a time.** Two drivers writing into the same cells compute them twice, and
 two sweeps of one experiment share cells (``+exp=smoke`` and ``+exp=smoke algorithm=linucb``
