@@ -1,8 +1,9 @@
 """The benches' one harness (bench/harness.py): a complete header, medians of repeats,
-ratios paired by repeat."""
+ratios paired by repeat; and every bench writes through it, with no timing of its own."""
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import re
 import subprocess
@@ -13,6 +14,8 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
+BENCHES = sorted(BENCH.glob("bench_*.py"))
+OWN_TIMING = ("perf_counter", "process_time", "getloadavg", "datetime", "platform")
 
 
 @pytest.fixture(scope="module")
@@ -100,3 +103,34 @@ def test_a_ratio_pairs_the_repeats_of_one_run(harness):
     assert f"{said:.1f}" == "3.0"
     with pytest.raises(ValueError, match="pairs repeats"):
         harness.ratio(slow, harness.Timing(walls=[1.0]))
+
+
+@pytest.mark.parametrize("path", BENCHES, ids=lambda p: p.stem)
+def test_every_bench_writes_through_the_harness(path):
+    """It imports the harness, starts a Bench and writes its header; it times nothing, and
+    reads no load, date or machine, by itself; it names no number of cores in its text."""
+    tree = ast.parse(path.read_text())
+    imported = {
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == "harness"
+        for alias in node.names
+    }
+    assert "Bench" in imported
+    called = {
+        node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+    }
+    assert "Bench" in called and called & {"write", "header"}
+    names = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    names |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    names |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert not names & set(OWN_TIMING), names & set(OWN_TIMING)
+    texts = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)]
+    assert not [t for t in texts if isinstance(t, str) and re.search(r"\b2[ -](cores|CPUs)", t)]
+
+
+def test_every_results_file_has_its_bench():
+    results = sorted(p.stem for p in (BENCH / "results").glob("*.md"))
+    assert results == sorted(p.stem.removeprefix("bench_") for p in BENCHES)
