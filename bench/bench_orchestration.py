@@ -256,7 +256,8 @@ def design(cfg: DictConfig, n: int, cpus: float, timings: dict[str, Timing]) -> 
         "",
         f"Sweep: {n} toy cells (`sweeper.toy.toy_cell`, microseconds of work, a "
         f"{cfg.horizon}-round curve kept as 500 points, one `cell.npz`), embedded Ray, a new "
-        f"sqlite store each time; every figure is the median of {len(driver.walls)} runs.",
+        f"sqlite store each time; every figure is the median of {len(driver.walls)} "
+        f"run{'s' if len(driver.walls) != 1 else ''}.",
         "",
         f"**Orchestration overhead per cell: {per_cell * 1e3:.1f} ms** (the driver's time "
         f"from the first dispatch to the last record over {n} cells: "
