@@ -4,11 +4,13 @@
 
 Each cell is tasks.bandit_tuning.cell.run_cell with the Theory tuner on the simulated
 bandit of 003 Section 5 (T = 14000, K = 120, d = 25; linear rewards for LinUCB and LinTS,
-logistic for the others, following the algorithm's model). Every figure is the minimum
-over ``--repeats`` runs, as wall time and as the process's CPU time (on a busy machine the
-CPU time is the better estimate of an idle wall time). Two reference rows split the
-budget: the environment alone (observe and reward every round) and the cell loop with an
-algorithm that does nothing. Results go to bench/results/algorithms.md.
+logistic for the others, following the algorithm's model). Every figure is the median of
+``--repeats`` runs, as wall time and as the process's CPU time (on a busy machine the CPU
+time is the better estimate of an idle wall time); the cells at T and 2T run interleaved, so
+that their ratio pairs runs made under the same load. Two reference rows split the budget:
+the environment alone (observe and reward every round) and the cell loop with an algorithm
+that does nothing. Results go to bench/results/algorithms.md, after the header of
+bench/harness.py.
 """
 
 from __future__ import annotations
