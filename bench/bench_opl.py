@@ -8,6 +8,7 @@ Run: .venv/bin/python bench/bench_opl.py [--out bench/results/opl.md] [--cell-tr
 [--repeats 3]. The whole cells run interleaved, ``--repeats`` times, and each is the median
 of its runs (bench/harness.py); a part's figure is its mean over trials of different
 hyperparameters (what a cell's time adds up).
+
 Parts of a trial, timed separately on the synthetic data (beta0 = 3, |D_tr| = |D_val| =
 1000, 10,000 test contexts): the model fit (LR and RF of 001 Table 2), the predictions
 (mu_hat and softmax at the validation and test contexts) and OPE (IPS and DR terms,
