@@ -215,8 +215,11 @@ def main() -> None:
     parser.add_argument("--out", default="bench/results/orchestration.md")
     args = parser.parse_args()
     bench = Bench(libraries=("ray", "mlflow", "sqlalchemy"), busy=os.cpu_count() or 1)
-    work = Path(tempfile.mkdtemp(prefix="bench-orchestration-"))
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-orchestration-") as tmp,
+        initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"),
+    ):
+        work = Path(tmp)
         sweep = ToySweep(work, args.cells, args.horizon)
         cfg = _compose(sweep.base)
         cells = expand(cfg, _compose, sweep.base)
