@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import signal
 import sqlite3
 import subprocess
@@ -38,21 +37,21 @@ import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+from harness import Bench, measure
 
 NAME = "faults"
+CELLS, SLEEP_S, BATCH = 16, 0.6, 3
 ARGS = [
     "task=toy",
     "horizon=50",
-    "seeds=16",
-    "+toy.sleep_s=0.6",
-    "tracking.batch_size=3",
+    f"seeds={CELLS}",
+    f"+toy.sleep_s={SLEEP_S}",
+    f"tracking.batch_size={BATCH}",
     f"experiment.name={NAME}",
 ]
-CELLS = 16
 LIMIT_S = 300.0
 RESULTS = Path(__file__).resolve().parent / "results" / "faults.md"
 
@@ -215,12 +214,10 @@ def _store(workdir: Path, index: int, address: str) -> tuple[Path, str, list[str
 def clean_run(workdir: Path, address: str) -> float:
     """Wall time of one uninterrupted run on a new store: the span kill moments cover."""
     db, uri, args = _store(workdir, 0, address)
-    started = time.perf_counter()
-    code = finish(spawn(args, db.parent, "clean"))
-    wall = time.perf_counter() - started
-    if code != 0 or violations(uri):
+    run = measure(lambda: finish(spawn(args, db.parent, "clean")))
+    if run.value != 0 or violations(uri):
         raise RuntimeError(f"the clean run failed: {(db.parent / 'clean.out').read_text()}")
-    return wall
+    return run.wall
 
 
 def kill_trial(workdir: Path, index: int, address: str, moment: float, rerun: bool) -> Trial:
@@ -242,12 +239,16 @@ def double_sigint_trial(workdir: Path, index: int, address: str) -> Trial:
     trial = Trial("double-sigint")
     proc = spawn(args, db.parent, "interrupted")
     wait_finished(proc, db, 3)
-    started = time.perf_counter()
-    os.killpg(proc.pid, signal.SIGINT)
-    time.sleep(0.02)
-    os.killpg(proc.pid, signal.SIGINT)
-    trial.exit_codes.append(finish(proc))
-    trial.resume_notes = [f"it exited {time.perf_counter() - started:.1f} s after the SIGINTs"]
+
+    def interrupt() -> int:
+        os.killpg(proc.pid, signal.SIGINT)
+        time.sleep(0.02)
+        os.killpg(proc.pid, signal.SIGINT)
+        return finish(proc)
+
+    stopped = measure(interrupt)
+    trial.exit_codes.append(stopped.value)
+    trial.resume_notes = [f"it exited {stopped.wall:.1f} s after the SIGINTs"]
     trial.finished_before, trial.store_before = finished_runs(db), store_state(db)
     _resume(args, db.parent, trial, uri)
     return trial
@@ -326,19 +327,24 @@ def run_trials(workdir: Path, address: str, kills: int = 30, seed: int = 0, log=
     plan += [("poller", None)]
     trials = []
     for index, (kind, arg) in enumerate(plan, start=1):
-        started = time.perf_counter()
-        if kind in ("kill", "kill-rerun"):
-            trial = kill_trial(workdir, index, address, arg, rerun=kind == "kill-rerun")
-        elif kind == "double-sigint":
-            trial = double_sigint_trial(workdir, index, address)
-        elif kind == "two-drivers":
-            trial = two_drivers_trial(workdir, index, address, arg)
-        else:
-            trial = poller_trial(workdir, index, address)
-        trial.wall_s = time.perf_counter() - started
+        run = measure(
+            lambda index=index, kind=kind, arg=arg: _trial(workdir, index, address, kind, arg)
+        )
+        trial = run.value
+        trial.wall_s = run.wall
         trials.append(trial)
         log(f"{index:2d} {trial.kind} {trial.moment_s} -> {trial.violations or 'ok'}")
     return trials, clean_s
+
+
+def _trial(workdir: Path, index: int, address: str, kind: str, arg: object) -> Trial:
+    if kind in ("kill", "kill-rerun"):
+        return kill_trial(workdir, index, address, arg, rerun=kind == "kill-rerun")
+    if kind == "double-sigint":
+        return double_sigint_trial(workdir, index, address)
+    if kind == "two-drivers":
+        return two_drivers_trial(workdir, index, address, arg)
+    return poller_trial(workdir, index, address)
 
 
 def _phase(trial: Trial) -> str:
@@ -351,27 +357,30 @@ def _phase(trial: Trial) -> str:
     return "after the last cell was logged (table, parent run, exit)"
 
 
-def write_results(trials: list[Trial], clean_s: float, wall_s: float, load: float, out: Path):
+def started(command: str | None = None) -> Bench:
+    """The header's record of this run, from now (the Ray instance keeps the CPUs busy)."""
+    return Bench(libraries=("mlflow", "ray"), busy=os.cpu_count() or 1, command=command)
+
+
+def write_results(trials: list[Trial], clean_s: float, bench: Bench, out: Path) -> None:
+    """``out``: the header of ``bench``, then every trial and its outcome."""
+    import ray
+
     ok = sum(not t.violations for t in trials)
+    ray_cpus = ray.cluster_resources().get("CPU", 0)
     lines = [
-        "# Fault injection: exactly once under every fault",
-        "",
-        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by `make test-faults` "
-        "(tests/test_faults_injection.py, trials in `bench/bench_faults.py`) on this machine "
-        f"({platform.machine()}, 2 cores, Python {platform.python_version()}); load average "
-        f"{load:.2f} when it started (2 cores: above 2, other work shared them). Every trial "
-        "drives real `python -m sweeper` processes on a toy sweep of 16 cells (0.6 s each, "
-        "the table flushed every 3 cells) joining one 2-CPU Ray instance; faults are sent "
-        "to the driver's process group. An uninterrupted run on a new store took "
+        "Trials in `bench/bench_faults.py`. Every trial drives real `python -m sweeper` "
+        f"processes on a toy sweep of {CELLS} cells ({SLEEP_S} s each, the table flushed "
+        f"every {BATCH} cells) joining one Ray instance of {ray_cpus:g} CPUs; faults are "
+        "sent to the driver's process group. An uninterrupted run on a new store took "
         f"{clean_s:.1f} s (imports, store creation, cells); kill moments are uniform over it.",
         "",
         f"**{ok} of {len(trials)} trials ended with exactly one current FINISHED run per "
-        f"cell, nothing RUNNING and the table's rows equal to the runs**; the whole run took "
-        f"{wall_s / 60:.1f} min.",
+        "cell, nothing RUNNING and the table's rows equal to the runs.**",
         "",
         "| # | fault | moment (s) | exit codes | store after the fault | FINISHED before resume "
-        "| the resume said | outcome |",
-        "|---|---|---|---|---|---|---|---|",
+        "| the resume said | outcome | trial s |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for i, t in enumerate(trials, start=1):
         moment = "" if t.moment_s is None else f"{t.moment_s:.2f}"
@@ -379,19 +388,18 @@ def write_results(trials: list[Trial], clean_s: float, wall_s: float, load: floa
         outcome = "ok" if not t.violations else "**" + "; ".join(t.violations)[:300] + "**"
         lines.append(
             f"| {i} | {t.kind} | {moment} | {json.dumps(t.exit_codes)} | {t.store_before} | "
-            f"{t.finished_before} | {notes} | {outcome} |"
+            f"{t.finished_before} | {notes} | {outcome} | {t.wall_s:.0f} |"
         )
     counts = Counter(_phase(t) for t in trials if t.kind == "kill")
     lines += [
         "",
-        "Where the 30 kills landed (from the store right after `kill -9`): "
+        f"Where the {counts.total()} kills landed (from the store right after `kill -9`): "
         + ", ".join(f"{k}: {v}" for k, v in counts.items())
         + ". A kill while the store is created leaves no store (it is built under a "
         "temporary name and linked into place when whole); exit code 4 is a driver refused "
         "because another one holds the store.",
-        "",
     ]
-    out.write_text("\n".join(lines))
+    bench.write(out, "# Fault injection: exactly once under every fault", lines)
 
 
 def main() -> None:
@@ -405,16 +413,14 @@ def main() -> None:
     options = parser.parse_args()
     import tempfile
 
-    load = os.getloadavg()[0]
-    started = time.perf_counter()
+    bench = started()
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     address = ray.get_runtime_context().gcs_address
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(options.workdir or tmp)
         trials, clean_s = run_trials(workdir, address, options.kills, options.seed)
+    write_results(trials, clean_s, bench, Path(options.out))
     ray.shutdown()
-    write_results(trials, clean_s, time.perf_counter() - started, load, Path(options.out))
-    print(f"written to {options.out}")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,10 @@ saga (001's solver, today's path before result version 3) and by proximal Newton
 convergence.
 
 Run: .venv/bin/python bench/bench_opl.py [--out bench/results/opl.md] [--cell-trials 1000]
+[--repeats 3]. The whole cells run interleaved, ``--repeats`` times, and each is the median
+of its runs (bench/harness.py); a part's figure is its mean over trials of different
+hyperparameters (what a cell's time adds up).
+
 Parts of a trial, timed separately on the synthetic data (beta0 = 3, |D_tr| = |D_val| =
 1000, 10,000 test contexts): the model fit (LR and RF of 001 Table 2), the predictions
 (mu_hat and softmax at the validation and test contexts) and OPE (IPS and DR terms,
@@ -18,12 +22,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
-import time
-from pathlib import Path
+import statistics
 
 import numpy as np
 import optuna
+from harness import Bench, Timing, interleaved, measure, ratio
 from sklearn.linear_model import LogisticRegression
 from threadpoolctl import threadpool_limits
 
@@ -38,38 +41,48 @@ from tasks.opl_hpo.samplers import TPE, Random
 GRID_CELLS = 1000  # conf/exp/opl_hpo.yaml: 5 beta0 x 2 samplers x 2 procedures x 2 estimators x 25
 
 
+PARTS = ("fit_saga", "fit_cd", "fit_rf", "predict_lr", "predict_rf", "ope")
+
+
 def parts(n_trials: int) -> dict[str, float]:
     """Mean seconds per trial of fit (LR by saga and by cd, RF), predictions (LR, RF) and
     OPE, over random trials; the same trials are fitted by both solvers."""
     data = SyntheticLoggedData(beta0=3.0).generate(np.random.default_rng(0))
-    ips, dr = IPS().fit(data), DR().fit(data)
+    estimators = IPS().fit(data), DR().fit(data)
     spaces = {"saga": PolicySpace(solver="saga"), "cd": PolicySpace(solver="cd")}
     study = optuna.create_study(direction="maximize", sampler=Random().create(0))
-    times: dict[str, list[float]] = {
-        k: [] for k in ("fit_saga", "fit_cd", "fit_rf", "predict_lr", "predict_rf", "ope")
-    }
+    times = {name: Timing() for name in PARTS}
     for index in range(n_trials):
         trial = study.ask()
         params = spaces["cd"].suggest(trial)
-        for solver, space in spaces.items():
-            if params["model"] == "rf" and solver == "saga":
-                continue
-            t0 = time.perf_counter()
-            model = space.fit(params, data.train.x, data.train.a, data.train.r, 10, index)
-            name = f"fit_{solver}" if params["model"] == "lr" else "fit_rf"
-            times[name].append(time.perf_counter() - t0)
-        t1 = time.perf_counter()
-        pi_val = softmax(params["beta"] * model.predict(data.val.x))
-        pi_test = softmax(params["beta"] * model.predict(data.test.x))
-        t2 = time.perf_counter()
+        study.tell(trial, timed_trial(times, spaces, params, data, estimators, index))
+    out = {name: statistics.fmean(t.walls) for name, t in times.items()}
+    out["lr_share"] = len(times["fit_cd"].walls) / n_trials
+    return out
+
+
+def timed_trial(times: dict[str, Timing], spaces, params, data, estimators, index: int) -> float:
+    """One trial of :func:`parts`, each part's time added to ``times``; its value."""
+    train, (ips, dr) = data.train, estimators
+    for solver, space in spaces.items():
+        if params["model"] == "rf" and solver == "saga":
+            continue
+        fit = times[f"fit_{solver}" if params["model"] == "lr" else "fit_rf"]
+        fit.add(lambda space=space: space.fit(params, train.x, train.a, train.r, 10, index))
+    model = fit.value  # cd's, for an LR
+    predict = times[f"predict_{params['model']}"]
+    predict.add(
+        lambda: [softmax(params["beta"] * model.predict(c.x)) for c in (data.val, data.test)]
+    )
+    pi_val, pi_test = predict.value
+
+    def ope() -> float:
         value = ips.per_sample(pi_val).mean() + dr.per_sample(pi_val).mean()
         data.test.value(pi_test)
-        times["ope"].append(time.perf_counter() - t2)
-        times[f"predict_{params['model']}"].append(t2 - t1)
-        study.tell(trial, float(value))
-    out = {name: float(np.mean(values)) for name, values in times.items()}
-    out["lr_share"] = len(times["fit_cd"]) / n_trials
-    return out
+        return float(value)
+
+    times["ope"].add(ope)
+    return times["ope"].value
 
 
 def saga(C: float, l1_ratio: float, tol: float, max_iter: int) -> LogisticRegression:
@@ -83,23 +96,19 @@ def tpe_region(trace: np.ndarray, n_fits: int) -> dict[str, float]:
     X, y = lr_design(data.train.x, data.train.a, 10), (data.train.r > 0).astype(np.int64)
     lr = trace[trace[:, 1] == 0][:, 2:4]
     rows = lr[np.linspace(0, len(lr) - 1, min(n_fits, len(lr))).astype(int)]
-    seconds = {"saga": [], "cd": []}
+    seconds = {"saga": Timing(), "cd": Timing()}
     capped = 0
     for C, l1_ratio in rows:
-        t0 = time.perf_counter()
-        model = saga(C, l1_ratio, 1e-4, 1000).fit(X, y)
-        seconds["saga"].append(time.perf_counter() - t0)
-        capped += int(model.n_iter_[0] >= 1000)
-        t0 = time.perf_counter()
-        fit_enet_logistic(X, y, C, l1_ratio)
-        seconds["cd"].append(time.perf_counter() - t0)
+        seconds["saga"].add(lambda C=C, l1=l1_ratio: saga(C, l1, 1e-4, 1000).fit(X, y))
+        capped += int(seconds["saga"].value.n_iter_[0] >= 1000)
+        seconds["cd"].add(lambda C=C, l1=l1_ratio: fit_enet_logistic(X, y, C, l1))
     return {
         "n": len(rows),
         "C_median": float(np.median(rows[:, 0])),
         "C_q10": float(np.quantile(rows[:, 0], 0.1)),
         "C_q90": float(np.quantile(rows[:, 0], 0.9)),
-        "saga": float(np.mean(seconds["saga"])),
-        "cd": float(np.mean(seconds["cd"])),
+        "saga": statistics.fmean(seconds["saga"].walls),
+        "cd": statistics.fmean(seconds["cd"].walls),
         "capped": capped / len(rows),
     }
 
@@ -151,23 +160,22 @@ def sampler_growth(factory, n_trials: int, checkpoints: list[int]) -> dict[int, 
     space = PolicySpace()
     study = optuna.create_study(direction="maximize", sampler=factory.create(0))
     rng = np.random.default_rng(0)
-    times = np.empty(n_trials)
-    for index in range(n_trials):
-        t0 = time.perf_counter()
+
+    def step() -> None:
         trial = study.ask()
         params = space.suggest(trial)
         study.tell(trial, float(np.log(params["beta"]) + rng.normal()))
-        times[index] = time.perf_counter() - t0
+
+    times = measure(step, n_trials).walls
     out, start = {}, 0
     for end in checkpoints:
-        out[end] = float(times[start:end].mean())
+        out[end] = statistics.fmean(times[start:end])
         start = end
     return out
 
 
 def cell(sampler: str, n_trials: int, logged_data: dict | None = None, solver: str = "cd"):
-    """Seconds of one CIR-HPO/DR cell, the share of its trials that fitted an LR, and its
-    trace."""
+    """A CIR-HPO/DR cell to run: its result (:func:`lr_share`, its trace)."""
     config = {
         "seed": 0,
         "n_trials": n_trials,
@@ -185,9 +193,12 @@ def cell(sampler: str, n_trials: int, logged_data: dict | None = None, solver: s
         "estimator": {"_target_": "tasks.opl_hpo.estimators.DR", "name": "dr"},
         "policy_space": {"_target_": "tasks.opl_hpo.policy.PolicySpace", "solver": solver},
     }
-    result = run_cell(config)
-    trace = result["trace"]["values"]
-    return float(result["summary"]["runtime_s"]), float(np.mean(trace[:, 1] == 0)), trace
+    return lambda: run_cell(config)
+
+
+def lr_share(result: dict) -> float:
+    """The share of a cell's trials that fitted an LR."""
+    return float(np.mean(result["trace"]["values"][:, 1] == 0))
 
 
 def main() -> None:
@@ -196,64 +207,73 @@ def main() -> None:
     parser.add_argument("--part-trials", type=int, default=200)
     parser.add_argument("--sampler-trials", type=int, default=1000)
     parser.add_argument("--cell-trials", type=int, default=1000)
+    parser.add_argument("--repeats", type=int, default=3, help="runs of each whole cell")
     parser.add_argument("--region-fits", type=int, default=100)
     parser.add_argument("--check-trials", type=int, default=200)
     parser.add_argument("--check-max-iter", type=int, default=20000)
     parser.add_argument("--obd-trials", type=int, default=20)
     args = parser.parse_args()
-    load_before = os.getloadavg()
-    started = time.perf_counter()
+    bench = Bench(libraries=("numpy", "scikit-learn", "optuna", "numba"))
     tiny = lr_design(np.zeros((4, 10)), np.arange(4), 10)
-    fit_enet_logistic(tiny, np.array([0, 1, 0, 1]), 1.0, 0.5)  # numba's compile or cache load
-    jit_seconds = time.perf_counter() - started
+    jit = measure(lambda: fit_enet_logistic(tiny, np.array([0, 1, 0, 1]), 1.0, 0.5))
     with threadpool_limits(limits=1, user_api="blas"):
         part = parts(args.part_trials)
     checkpoints = [c for c in (100, 250, 500, 1000, 2000) if c <= args.sampler_trials]
     growth = {name: sampler_growth(f, args.sampler_trials, checkpoints)
               for name, f in (("tpe", TPE()), ("random", Random()))}  # fmt: skip
-    cells = {
-        (sampler, solver): cell(sampler, args.cell_trials, solver=solver)
-        for sampler, solver in (("tpe", "saga"), ("tpe", "cd"), ("random", "cd"))
-    }
+    kinds = (("tpe", "saga"), ("tpe", "cd"), ("random", "cd"))
+    calls = {(sampler, solver): cell(sampler, args.cell_trials, solver=solver)
+             for sampler, solver in kinds}  # fmt: skip
+    cells = interleaved(calls, args.repeats)
     with threadpool_limits(limits=1, user_api="blas"):
-        region = tpe_region(cells[("tpe", "saga")][2], args.region_fits)
+        region = tpe_region(cells[("tpe", "saga")].value["trace"]["values"], args.region_fits)
         check = check_against_saga(args.check_trials, args.check_max_iter)
-    obd_seconds = None
+    obd = {"_target_": "tasks.opl_hpo.data.obd.OBDLoggedData", "name": "obd"}
     try:
-        obd = {"_target_": "tasks.opl_hpo.data.obd.OBDLoggedData", "name": "obd"}
-        obd_seconds = cell("tpe", args.obd_trials, obd)[0] / args.obd_trials
+        obd_trial = measure(cell("tpe", args.obd_trials, obd)).wall / args.obd_trials
     except FileNotFoundError:
-        pass
-    load_after = os.getloadavg()
-    n = args.cell_trials
-    mean_cell = float(np.mean([cells[("tpe", "cd")][0], cells[("random", "cd")][0]]))
-    grid_cpu_h = GRID_CELLS * mean_cell / 3600
-    scale = 1000 / n
+        obd_trial = None
     lines = [
-        "# OPL-HPO cells (001): timings",
+        "One BLAS thread for the parts and the fits. cd's first call in a process compiles it "
+        f"or loads numba's cache: {jit.wall:.1f} s here, once per process, not counted in the "
+        "parts below (a cell pays it once per worker).",
         "",
-        f"Measured by `bench/bench_opl.py` on {platform.node()} ({os.cpu_count()} cores, "
-        f"{platform.processor() or platform.machine()}), Python {platform.python_version()}, "
-        f"one BLAS thread; load average {load_before[0]:.2f} before and {load_after[0]:.2f} "
-        f"after (the machine is shared: other engineers' jobs run at the same time); total "
-        f"{time.perf_counter() - started:.0f} s. cd's first call in a process compiles it "
-        f"or loads numba's cache: {jit_seconds:.1f} s here, once per process, not counted "
-        "in the parts below (a cell pays it once per worker).",
-        "",
+        *cells_section(cells, args),
+        *parts_section(part, args.part_trials),
+        *fits_section(region, check, args.cell_trials),
+        *sampler_section(growth, checkpoints, args.sampler_trials),
+        *obd_section(obd_trial, args.obd_trials),
+        *grid_section(cells, args.cell_trials),
+    ]
+    bench.write(args.out, "# OPL-HPO cells (001): timings", lines)
+    print("\n".join(lines))
+
+
+def cells_section(cells: dict[tuple[str, str], Timing], args) -> list[str]:
+    n = args.cell_trials
+    return [
         f"## Whole cells (CIR-HPO, DR, synthetic beta0 = 3, {n} trials), in this one run",
+        "",
+        f"Each cell ran {args.repeats} times, the three interleaved; its figure is the median "
+        "wall time, the ratio the median of the runs' ratios.",
         "",
         "| sampler | LR solver | s per cell | s per trial | share of LR trials |",
         "|---|---|---|---|---|",
         *[
-            f"| {sampler} | {solver} | {s:.1f} | {s / n:.4f} | {share:.0%} |"
-            for (sampler, solver), (s, share, _) in cells.items()
+            f"| {sampler} | {solver} | {t.wall:.1f} | {t.wall / n:.4f} | {lr_share(t.value):.0%} |"
+            for (sampler, solver), t in cells.items()
         ],
         "",
-        f"TPE cell, saga / cd: {cells[('tpe', 'saga')][0] / cells[('tpe', 'cd')][0]:.1f} times "
+        f"TPE cell, saga / cd: {ratio(cells[('tpe', 'saga')], cells[('tpe', 'cd')]):.1f} times "
         "the time (target: at most 0.05 s per trial with cd). The two TPE cells differ in "
         "what TPE proposes after the first differing fit, so their LR shares may differ.",
         "",
-        f"## Seconds per trial by part ({args.part_trials} random trials, synthetic beta0 = 3)",
+    ]
+
+
+def parts_section(part: dict[str, float], n_trials: int) -> list[str]:
+    return [
+        f"## Seconds per trial by part ({n_trials} random trials, synthetic beta0 = 3)",
         "",
         "| part | s/trial |",
         "|---|---|",
@@ -267,13 +287,19 @@ def main() -> None:
         f"| predict, RF: the same | {part['predict_rf']:.4f} |",
         f"| OPE: IPS + DR terms on D_val, V(pi) on the test contexts | {part['ope']:.4f} |",
         "",
+    ]
+
+
+def fits_section(region: dict[str, float], check: dict[str, float], n: int) -> list[str]:
+    return [
         f"## LR fits where TPE samples ({region['n']} of the (C, l1_ratio) the {n}-trial "
         "TPE cell proposed)",
         "",
         f"C: median {region['C_median']:.3g}, 10%-90% {region['C_q10']:.3g}-"
         f"{region['C_q90']:.3g}. saga (tol 1e-4, max_iter 1000): {region['saga']:.4f} s per "
         f"fit, {region['capped']:.0%} stopped at max_iter without converging; cd: "
-        f"{region['cd']:.4f} s per fit ({region['saga'] / region['cd']:.0f} times faster).",
+        f"{region['cd']:.4f} s per fit ({region['saga'] / region['cd']:.0f} times faster, "
+        "the same fits one after the other).",
         "",
         f"## cd against saga run to convergence ({check['n']} random LR trials of 001 Table 2)",
         "",
@@ -284,45 +310,58 @@ def main() -> None:
         f"{check['lower']} of {check['n']}; saga stopped at its epoch cap in "
         f"{check['capped']} (there cd's lower objective says saga had not converged).",
         "",
-        f"## Sampler cost per trial (ask + suggest + tell, dummy objective, "
-        f"{args.sampler_trials} trials)",
-        "",
     ]
-    lines += ["| window | TPE s/trial | random s/trial |", "|---|---|---|"]
+
+
+def sampler_section(growth: dict[str, dict[int, float]], checkpoints: list[int], n: int):
+    lines = [
+        f"## Sampler cost per trial (ask + suggest + tell, dummy objective, {n} trials)",
+        "",
+        "| window | TPE s/trial | random s/trial |",
+        "|---|---|---|",
+    ]
     start = 0
     for end in checkpoints:
         lines.append(f"| {start + 1}-{end} | {growth['tpe'][end]:.4f} | "
                      f"{growth['random'][end]:.5f} |")  # fmt: skip
         start = end
-    tpe_mean = float(np.mean([growth["tpe"][c] for c in checkpoints]))
-    lines += [
+    tpe = growth["tpe"]
+    return [
+        *lines,
         "",
         "TPE builds its Parzen estimators from all past trials at every ask, so its own cost "
         "per trial grows with the number of trials so far (here from "
-        f"{growth['tpe'][checkpoints[0]]:.4f} s over the first {checkpoints[0]} trials to "
-        f"{growth['tpe'][checkpoints[-1]]:.4f} s in the last window); random search stays "
+        f"{tpe[checkpoints[0]]:.4f} s over the first {checkpoints[0]} trials to "
+        f"{tpe[checkpoints[-1]]:.4f} s in the last window); random search stays "
         f"flat. With cd, TPE's own cost is a large part of a TPE trial (windows' mean "
-        f"{tpe_mean:.4f} s).",
-    ]
-    if obd_seconds is not None:
-        lines += [
-            "",
-            f"OBD (Men sample, 5,000 + 5,000 bts rows, 10,000 random rows, K = 34; TPE, cd, "
-            f"{args.obd_trials} trials): {obd_seconds:.3f} s per trial, about "
-            f"{obd_seconds * 1000 / 60:.0f} min per 1000-trial cell.",
-        ]
-    lines += [
+        f"{statistics.fmean(tpe[c] for c in checkpoints):.4f} s).",
         "",
+    ]
+
+
+def obd_section(per_trial: float | None, trials: int) -> list[str]:
+    if per_trial is None:
+        return ["OBD: not measured (no Open Bandit Dataset sample here: `make obd`).", ""]
+    return [
+        f"OBD (Men sample, 5,000 + 5,000 bts rows, 10,000 random rows, K = 34; TPE, cd, "
+        f"{trials} trials, one run): {per_trial:.3f} s per trial, about "
+        f"{per_trial * 1000 / 60:.0f} min per 1000-trial cell.",
+        "",
+    ]
+
+
+def grid_section(cells: dict[tuple[str, str], Timing], n: int) -> list[str]:
+    mean_cell = statistics.fmean([cells[("tpe", "cd")].wall, cells[("random", "cd")].wall])
+    cpu_hours = GRID_CELLS * mean_cell * (1000 / n) / 3600
+    cpus = os.cpu_count() or 1
+    return [
         "## The full `opl_hpo` grid (1000 cells of 1000 trials), with cd",
         "",
-        f"Mean of the TPE and random cells here: {mean_cell * scale:.0f} s at 1000 trials, so "
-        f"{grid_cpu_h * scale:.1f} CPU-hours: about {grid_cpu_h * scale / 2:.1f} h on this "
-        f"machine's 2 cores (if it were idle) and {grid_cpu_h * scale / 64 * 60:.0f} min on a "
-        "64-core cluster (one cell per core; cells are independent).",
+        f"Mean of the TPE and random cells here: {mean_cell * 1000 / n:.0f} s at 1000 trials, "
+        f"so {cpu_hours:.1f} CPU-hours: about {cpu_hours / cpus:.1f} h on this machine's "
+        f"{cpus} CPUs (if it were idle) and {cpu_hours / 64 * 60:.0f} min on a 64-core "
+        "cluster (one cell per core; cells are independent).",
     ]
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
 
 
 if __name__ == "__main__":

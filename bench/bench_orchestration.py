@@ -1,24 +1,29 @@
-"""Orchestration overhead: how many trivial cells per second the driver dispatches and logs.
+"""Orchestration overhead: what the driver costs per cell, and every experiment's expected time.
 
-    .venv/bin/python bench/bench_orchestration.py [--cells 1000] [--sample 8]
+    .venv/bin/python bench/bench_orchestration.py [--cells 1000] [--repeats 3] [--sample 8]
 
-A sweep of ``--cells`` toy cells (``sweeper.toy.toy_cell``: microseconds of work, a
-``horizon``-round curve downsampled to 500 points, one ``cell.npz`` artifact each) runs on
-embedded Ray into a fresh sqlite store, exactly as ``python -m sweeper`` would. Measured:
+The driver (sweeper/sweep.py) dispatches the cells on Ray and hands each outcome to the
+store's recorder (sweeper/store/record.py), which writes them in batches in a writer thread
+while the driver goes on dispatching. Measured on toy cells (``sweeper.toy.toy_cell``:
+microseconds of work, a ``--horizon``-round curve kept as 500 points, a ``cell.npz``), each
+``--repeats`` times into new sqlite stores or experiments (medians; bench/harness.py):
 
-1. the full sweep (Ray dispatch + one MLflow run per cell + periodic cells.parquet), in
-   cells per second: the orchestration overhead per cell;
-2. the same cells through the Ray launcher alone (no MLflow), to split that overhead;
-3. logging alone: the tracking calls per cell, the artifact written in place vs through
-   ``MlflowClient.log_artifact``;
-4. the resume check of the same command started again (every cell skipped): the lean
-   index (the sweep's cells.parquet plus a search of runs after its last flush) vs one
-   search of every cell run.
+1. the sweep as ``python -m sweeper`` runs it (``run_sweep`` in this process, embedded Ray):
+   the driver's own time per cell (from the first dispatch to the last record);
+2. the same cells through the Ray launcher alone (no store), alternating with 1;
+3. the resume check of the same command started again (every cell skipped), and the two
+   ways to find the finished cells: the resume index (the sweep's table plus the runs after
+   its mark) against a search of every cell run;
+4. recording alone: ``--record-cells`` outcomes handed to the store's recorder as the driver
+   hands them (``SweepStore``: add, flush when due, drain, close), straight into the database
+   (the default) and through MLflow's API (``tracking.direct_writes=false``), alternating;
+5. the same through MLflow's API into an ``mlflow server`` on the loopback (a driver that
+   cannot reach the server's database), with 1 and 4 writers (``tracking.log_threads``).
 
-Then, for every experiment of conf/exp/, ``--sample`` of its full-size cells (a fixed
-pseudo-random choice) run one by one in this process; their mean time, the logging
-overhead and the cell count give the expected wall time of the full experiment on this
-machine's 2 cores. The numbers depend on the machine's load; they are written to ``--out``.
+Then, for every experiment of conf/exp/, ``--sample`` of its full-size cells (the same
+choice every run) run one by one in this process; the expected wall time of the whole
+experiment on this machine is cells x mean cell time / Ray's CPUs + cells x the driver's
+time per cell of 1 (as if it never overlapped the cells). Written to ``--out``.
 """
 
 from __future__ import annotations
@@ -26,260 +31,325 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import platform
 import statistics
 import tempfile
-import time
-from datetime import UTC, datetime
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
-import numpy as np
+import ray
+from harness import Bench, Timing, interleaved, measure, ratio
 from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig, OmegaConf
 
-from sweeper.cells import Cell
-from sweeper.execute import execute
-from sweeper.grid import expand
+from sweeper.execute import Outcome, execute
+from sweeper.grid import Grid, expand, group_options, task_of
 from sweeper.launch import init_ray, launch
 from sweeper.paths import CONF_DIR
-from sweeper.store.cellruns import log_cell
+from sweeper.progress import Progress
+from sweeper.servers import ServerError, mlflow_server
+from sweeper.store import SweepStore
 from sweeper.store.index import read_index
 from sweeper.store.tracking import Tracker
-from sweeper.sweep import run_sweep
+from sweeper.sweep import Say, SweepResult, run_sweep, sweep_key, validate
 
-PAPER_LINUCB_CELL_S = 1.0  # a paper-scale LinUCB cell (T=14000, K=120, d=25), issue #3's bound
+EVERY_CELL_RUN = "tags.cell_key != ''"
 
 
-def _compose(overrides: list[str]):
+def _compose(overrides: list[str]) -> DictConfig:
     return compose(config_name="config", overrides=list(overrides))
 
 
-def _timed(fn, *args, **kwargs):
-    started = time.perf_counter()
-    value = fn(*args, **kwargs)
-    return value, time.perf_counter() - started
+class ToySweep:
+    """The toy sweep of the module docstring, run as the command line runs it."""
+
+    def __init__(self, work: Path, cells: int, horizon: int) -> None:
+        self.work, self.uris = work, []
+        self.base = ["task=toy", f"horizon={horizon}", f"seeds={cells}", "experiment.name=bench"]
+
+    def overrides(self, uri: str) -> list[str]:
+        return [*self.base, f"tracking.uri={uri}"]
+
+    def run(self, uri: str) -> SweepResult:
+        """The sweep into the store at ``uri``; it must end with every cell finished."""
+        overrides = self.overrides(uri)
+        result = run_sweep(_compose(overrides), _compose, overrides, out=io.StringIO())
+        if not result.ok:
+            raise RuntimeError(f"the toy sweep failed: {result.failed[:3]} {result.store_error}")
+        return result
+
+    def new(self) -> SweepResult:
+        """The sweep into a new sqlite store."""
+        self.uris.append(f"sqlite:///{self.work}/sweep{len(self.uris)}.db")
+        return self.run(self.uris[-1])
+
+
+def dispatch(sweep: ToySweep, cells: Grid, cfg: DictConfig, repeats: int) -> dict[str, Timing]:
+    """The whole sweep (into new stores) and Ray alone, alternating; ``driver``: the
+    sweeps' own time from the first dispatch to the last record."""
+
+    def ray_only() -> int:
+        return sum(event.kind == "finished" for event in launch(cells, cfg.launcher))
+
+    ray_only()  # the worker pool started
+    timings = interleaved({"sweep": sweep.new, "ray": ray_only}, repeats)
+    timings["driver"] = Timing(walls=[result.dispatch_s for result in timings["sweep"].values])
+    return timings
+
+
+def resume(sweep: ToySweep, repeats: int) -> dict[str, Timing]:
+    """The first sweep's command again (every cell skipped); then its finished cells found
+    by the resume index and by a search of every cell run, alternating."""
+    again = measure(lambda: sweep.run(sweep.uris[0]), repeats)
+    tracker = Tracker(sweep.uris[0], "bench")
+    ways = {"index": lambda: read_index(tracker), "every run": lambda: tracker.runs(EVERY_CELL_RUN)}
+    return {"command": again, **interleaved(ways, repeats)}
+
+
+def recording(variants: dict[str, list[str]], cells: Grid, repeats: int) -> dict[str, Timing]:
+    """The outcomes of ``cells`` recorded under each variant's overrides, each repeat into a
+    new experiment, the variants alternating; timed from the first cell handed to the
+    recorder to the store's sweep closed (its table consolidated, its parent run ended)."""
+    outcomes = [execute(cell.function, cell.config) for cell in cells]
+    timings = {name: Timing() for name in variants}
+    for repeat in range(repeats):
+        for name, overrides in variants.items():
+            cfg = _compose([*overrides, f"experiment.name=record-{name}-{repeat}"])
+            with begun(cfg, cells) as store:
+                timings[name].add(lambda store=store: record(store, cells, outcomes))
+    return timings
+
+
+@contextmanager
+def begun(cfg: DictConfig, cells: Grid) -> Iterator[SweepStore]:
+    """The store of ``cfg`` open and its sweep begun, as the driver has it before Ray."""
+    say = Say(io.StringIO())
+    task = task_of(cfg)
+    with SweepStore.open(
+        cfg.tracking.uri, cfg.experiment.name, task, None, "bench", 300, say
+    ) as store:
+        store.done(cells)
+        store.prepare(cfg, writes=True)
+        config = OmegaConf.to_yaml(cfg)
+        store.begin(sweep_key(cells.keys), config, "", cells, rerun=False)
+        yield store
+
+
+def record(store: SweepStore, cells: Grid, outcomes: list[Outcome]) -> None:
+    """Record every outcome as the driver does (sweeper/sweep.py, ``_drive``), then close."""
+    progress = Progress(len(cells), io.StringIO())
+    recorder = store.recorder(progress)
+    for cell, outcome in zip(cells, outcomes, strict=True):
+        recorder.add(cell, outcome)
+        if recorder.due():
+            recorder.flush()
+    recorder.drain()
+    recorder.close()
+    summary = {"cells": len(cells)}
+    store.close(summary, {}, failed=False, status=None, rerun_ended=True, say=progress)
+
+
+def server_recording(
+    work: Path, base: list[str], cells: Grid, repeats: int
+) -> dict[str, Timing] | None:
+    """:func:`recording` into an ``mlflow server`` (sqlite behind it) with 1 and 4 writers;
+    None when the server does not start."""
+    try:
+        with mlflow_server(f"sqlite:///{work}/server.db", work / "server-artifacts") as uri:
+            variants = {
+                f"{n} writer{'s' if n > 1 else ''}": [
+                    *base, f"tracking.uri={uri}", f"tracking.log_threads={n}",
+                ]
+                for n in (1, 4)
+            }  # fmt: skip
+            return recording(variants, cells, repeats)
+    except ServerError as err:
+        print(f"no server figures: {err}", flush=True)
+        return None
+
+
+class Estimate(NamedTuple):
+    """An experiment's expected wall time here, from a sample of its cells (or why not)."""
+
+    name: str
+    cells: int = 0
+    sample: Timing | None = None
+    wall_s: float = 0.0
+    share: float = 0.0  # of the orchestration overhead in the wall time
+    reason: str = ""
+
+
+def estimates(names: list[str], sample: int, overhead_s: float, cpus: float) -> list[Estimate]:
+    """Every experiment's :class:`Estimate`: ``sample`` of its cells run here."""
+    rows = []
+    for name in names:
+        overrides = [f"+exp={name}"]
+        try:
+            cells = expand(_compose(overrides), _compose, overrides)
+            chosen = sorted(cells, key=lambda c: c.key)[:sample]
+            validate(chosen)
+        except Exception as err:  # a tuner, an algorithm or a data set that is missing
+            rows.append(Estimate(name, reason=str(err).splitlines()[0][:160]))
+            continue
+        timing = Timing()
+        for cell in chosen:
+            timing.add(lambda cell=cell: execute(cell.function, cell.config))
+            if timing.value.status != "FINISHED":
+                raise RuntimeError(f"{name}: {cell.label} failed: {timing.value.error}")
+        overhead = len(cells) * overhead_s
+        wall = len(cells) * statistics.fmean(timing.walls) / cpus + overhead
+        rows.append(Estimate(name, len(cells), timing, wall, overhead / wall))
+        print(name, len(cells), f"{statistics.fmean(timing.walls):.2f} s", flush=True)
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cells", type=int, default=1000)
     parser.add_argument("--horizon", type=int, default=2000)
-    parser.add_argument("--log-sample", type=int, default=200)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--record-cells", type=int, default=200, help="cells recorded alone")
     parser.add_argument("--sample", type=int, default=8, help="cells timed per experiment")
     parser.add_argument("--experiments", nargs="*", default=None, help="default: all")
     parser.add_argument("--out", default="bench/results/orchestration.md")
     args = parser.parse_args()
-    load_before = os.getloadavg()[0]
-
-    work = Path(tempfile.mkdtemp(prefix="bench-orchestration-"))
-    uri = f"sqlite:///{work}/mlflow.db"
-    overrides = [
-        "task=toy",
-        f"horizon={args.horizon}",
-        f"seeds={args.cells}",
-        "experiment.name=bench",
-        f"tracking.uri={uri}",
-        "launcher.num_cpus=2",
-    ]
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        cfg = _compose(overrides)
-        cells = expand(cfg, _compose, overrides)
+    bench = Bench(libraries=("ray", "mlflow", "sqlalchemy"), busy=os.cpu_count() or 1)
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-orchestration-") as tmp,
+        initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"),
+    ):
+        work = Path(tmp)
+        sweep = ToySweep(work, args.cells, args.horizon)
+        cfg = _compose(sweep.base)
+        cells = expand(cfg, _compose, sweep.base)
         init_ray(cfg.launcher)
-
-        # 2. Ray alone: the same cells, no tracking.
-        def _ray_only() -> int:
-            return sum(e.kind == "finished" for e in launch(cells, cfg.launcher))
-
-        _ray_only()  # warm the worker pool
-        finished, ray_s = _timed(_ray_only)
-        assert finished == len(cells)
-
-        # 1. The full sweep, as the command line runs it.
-        sweep, _ = _timed(run_sweep, cfg, _compose, overrides, out=io.StringIO())
-        assert sweep.ok and sweep.finished == len(cells)
-
-        # 4. Resume: the same command again skips every cell.
-        again, resume_s = _timed(run_sweep, cfg, _compose, overrides, out=io.StringIO())
-        assert again.skipped == len(cells) and again.finished == 0
-        tracker = Tracker(uri, "bench")
-        lean, lean_s = _timed(read_index, tracker)
-        assert len(lean.finished) == len(cells)
-        everything, full_s = _timed(tracker.runs, "tags.cell_key != ''")
-
-    # 3. Logging alone, per cell, on a fresh store: artifact in place vs log_artifact.
-    sample = cells[: args.log_sample]
-    outcomes = [execute(c.function, c.config) for c in sample]
-    per_cell_direct = _log_rate(work / "direct.db", sample, outcomes, in_place=True)
-    per_cell_client = _log_rate(work / "client.db", sample, outcomes, in_place=False)
-    cell_s = np.median([o.wall_s for o in outcomes])
-
-    overhead = 1.0 / sweep.cells_per_s
+        cpus = ray.cluster_resources()["CPU"]
+        timings = {**dispatch(sweep, cells, cfg, args.repeats), **resume(sweep, args.repeats)}
+        few = ToySweep(work, args.record_cells, args.horizon)
+        few_cells = expand(_compose(few.base), _compose, few.base)
+        local = few.overrides(f"sqlite:///{work}/record.db")
+        variants = {"direct": local, "api": [*local, "tracking.direct_writes=false"]}
+        stored = recording(variants, few_cells, args.repeats)
+        served = server_recording(work, few.base, few_cells, args.repeats)
+        overhead_s = timings["driver"].wall / len(cells)
+        names = args.experiments or group_options("exp")
+        rows = estimates(names, args.sample, overhead_s, cpus)
     lines = [
-        "# Orchestration overhead",
-        "",
-        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by "
-        "`bench/bench_orchestration.py` on this machine "
-        f"({platform.machine()}, 2 cores, Python {platform.python_version()}); load average "
-        f"{load_before:.2f} when it started (well below 2: it had the machine to itself; near "
-        "or above 2: other work shared the cores and inflated the times).",
-        "",
-        f"Sweep: {len(cells)} toy cells (`sweeper.toy.toy_cell`, {cell_s * 1e3:.2f} ms of work "
-        f"each, a {args.horizon}-round regret curve logged as 500 points, one `cell.npz`), "
-        "embedded Ray with 2 CPUs, a fresh sqlite MLflow store.",
-        "",
-        "| what | result |",
-        "|---|---|",
-        f"| full sweep: Ray + one MLflow run per cell + cells.parquet every 50 cells | "
-        f"**{sweep.cells_per_s:.1f} cells/s** ({sweep.dispatch_s:.1f} s for {len(cells)} "
-        f"cells; {overhead * 1e3:.0f} ms per cell) |",
-        f"| Ray launcher alone (no tracking) | {len(cells) / ray_s:.1f} cells/s "
-        f"({ray_s / len(cells) * 1e3:.1f} ms per cell) |",
-        f"| logging one cell (4 tracking calls; artifact written in place) | "
-        f"{per_cell_direct * 1e3:.0f} ms per cell ({1 / per_cell_direct:.1f} cells/s) |",
-        f"| logging one cell with `MlflowClient.log_artifact` instead | "
-        f"{per_cell_client * 1e3:.0f} ms per cell ({1 / per_cell_client:.1f} cells/s) |",
-        f"| resume: the same command again, {len(cells)} cells skipped (whole command) | "
-        f"{resume_s:.1f} s |",
-        f"| resume index: sweep tables + runs after the last flush | "
-        f"{lean_s:.2f} s ({lean.searched_runs} runs searched, {lean.tables} table) |",
-        f"| resume index the naive way: search every cell run | {full_s:.2f} s "
-        f"({len(everything)} runs) |",
-        "",
-        f"Overhead per cell: {overhead * 1e3:.0f} ms, i.e. "
-        f"{overhead / PAPER_LINUCB_CELL_S:.0%} of a paper-scale LinUCB cell "
-        f"(~{PAPER_LINUCB_CELL_S:.0f} s) and less of any GLM cell; the driver logs while "
-        "Ray computes, so with real cells the overhead overlaps the work and only bounds "
-        f"throughput at about {sweep.cells_per_s:.0f} cells/s.",
-        "",
+        *design(cfg, len(cells), cpus, timings),
+        *recording_text(stored, served, len(few_cells)),
+        *estimates_text(rows, args.sample, overhead_s, cpus),
     ]
-    lines += _server_rates(work, sample, outcomes)
-    lines += _experiment_estimates(args, per_cell_direct)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(lines))
+    bench.write(args.out, "# Orchestration overhead", lines)
     print("\n".join(lines))
 
 
-def _experiment_estimates(args, overhead_s: float) -> list[str]:
-    """Expected full-size wall time of every experiment, from a sample of its cells."""
-    from sweeper.grid import group_options
-    from sweeper.sweep import validate
+def design(cfg: DictConfig, n: int, cpus: float, timings: dict[str, Timing]) -> list[str]:
+    """The driver's design as configured, and the sweep's figures (steps 1-3)."""
+    tracking, index, every = cfg.tracking, timings["index"], timings["every run"]
+    driver, ray_alone, command = timings["driver"], timings["ray"], timings["command"]
+    per_cell = driver.wall / n
+    return [
+        f"The driver dispatches the cells on Ray ({cpus:g} CPUs here) and hands each outcome "
+        f"to the store's recorder, which writes them in batches of up to "
+        f"{tracking.batch_size} cells (or what has arrived after {tracking.batch_s} s: "
+        "`tracking.batch_size`, `tracking.batch_s`) in a writer thread while the driver goes "
+        "on: the batch's runs in one transaction straight into the store's database, then "
+        "its rows as a part of the sweep's table (sweeper/store/record.py).",
+        "",
+        f"Sweep: {n} toy cells (`sweeper.toy.toy_cell`, microseconds of work, a "
+        f"{cfg.horizon}-round curve kept as 500 points, one `cell.npz`), embedded Ray, a new "
+        f"sqlite store each time; every figure is the median of {len(driver.walls)} "
+        f"run{'s' if len(driver.walls) != 1 else ''}.",
+        "",
+        f"**Orchestration overhead per cell: {per_cell * 1e3:.1f} ms** (the driver's time "
+        f"from the first dispatch to the last record over {n} cells: "
+        f"{n / driver.wall:.0f} cells/s). The experiments' expected times below add it to "
+        "every cell as if it never overlapped the cells' work.",
+        "",
+        "| what | result |",
+        "|---|---|",
+        f"| the sweep (`run_sweep`): Ray, the batched records, the table | **{n / driver.wall:.0f} "
+        f"cells/s** ({per_cell * 1e3:.1f} ms per cell; the whole call, the new store's "
+        f"creation included: {timings['sweep'].wall:.1f} s) |",
+        f"| Ray launcher alone (no store) | {n / ray_alone.wall:.0f} cells/s "
+        f"({ray_alone.wall / n * 1e3:.1f} ms per cell) |",
+        f"| the sweep over Ray alone, per cell | {ratio(driver, ray_alone)} |",
+        f"| resume: the same command again, {n} cells skipped (the whole call) | "
+        f"{command.wall:.2f} s, of which the resume check "
+        f"{statistics.median(r.resume_s for r in command.values):.2f} s |",
+        f"| finding the finished cells: the resume index (tables, runs after their mark) | "
+        f"{index.wall:.3f} s ({index.value.tables} table(s), {index.value.searched_runs} "
+        "runs searched) |",
+        f"| finding them by a search of every cell run | {every.wall:.3f} s "
+        f"({len(every.value)} runs); over the index: {ratio(every, index)} |",
+        "",
+    ]
 
-    names = args.experiments or group_options("exp")
-    rows = [
+
+def recording_text(
+    stored: dict[str, Timing], served: dict[str, Timing] | None, n: int
+) -> list[str]:
+    """Steps 4 and 5: recording alone, per cell."""
+
+    def row(label: str, timing: Timing) -> str:
+        return (
+            f"| {label} | {timing.wall / n * 1e3:.1f} ms ({n / timing.wall:.0f} cells/s) | "
+            f"{timing.cpu / n * 1e3:.1f} ms |"
+        )
+
+    lines = [
+        f"## Recording alone ({n} cells' outcomes, the store's recorder)",
+        "",
+        "| how | wall per cell | this process's CPU per cell |",
+        "|---|---|---|",
+        row("straight into the sqlite database (the default)", stored["direct"]),
+        row("through MLflow's API into sqlite (`tracking.direct_writes=false`)", stored["api"]),
+    ]
+    if served is not None:
+        lines += [row(f"through MLflow's API into an `mlflow server`, {k}", t)
+                  for k, t in served.items()]  # fmt: skip
+    lines += [
+        "",
+        f"Through MLflow's API over straight into the database: "
+        f"{ratio(stored['api'], stored['direct'])}.",
+    ]
+    if served is not None:
+        lines.append(
+            f"Into the server, 1 writer over 4: {ratio(served['1 writer'], served['4 writers'])}; "
+            "each of MLflow's calls is a round trip, so parallel writers pay off."
+        )
+    return [*lines, ""]
+
+
+def estimates_text(rows: list[Estimate], sample: int, overhead_s: float, cpus: float) -> list[str]:
+    lines = [
         "## Experiments at full size on this machine",
         "",
-        f"Each experiment's mean cell time is measured on {args.sample} of its cells (the same "
-        "pseudo-random choice every run), one at a time in one process; the expected wall "
-        f"time is cells x (mean cell time + {overhead_s * 1e3:.0f} ms of driver logging) / 2 "
-        "cores. A loaded machine inflates both.",
+        f"Each experiment's mean cell time is measured on {sample} of its cells (the same "
+        "choice every run), one at a time in this process; the expected wall time is cells x "
+        f"mean cell time / {cpus:g} CPUs + cells x {overhead_s * 1e3:.1f} ms (the "
+        "orchestration overhead per cell, above).",
         "",
-        "| experiment | cells | sampled cells: mean s (min-max) | expected wall time |",
-        "|---|---|---|---|",
+        "| experiment | cells | sampled cells: mean s (min-max) | expected wall time "
+        "| orchestration's share |",
+        "|---|---|---|---|---|",
     ]
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        for name in names:
-            overrides = [f"+exp={name}"]
-            try:
-                cells = expand(_compose(overrides), _compose, overrides)
-                sample = sorted(cells, key=lambda c: c.key)[: args.sample]
-                validate(sample)
-            except Exception as err:  # a tuner, an algorithm or a data set that is missing
-                reason = str(err).splitlines()[0][:160]
-                rows.append(f"| {name} | ? | not measurable here: {reason} | ? |")
-                continue
-            seconds = []
-            for cell in sample:
-                outcome = execute(cell.function, cell.config)
-                if outcome.status != "FINISHED":
-                    raise RuntimeError(f"{name}: {cell.label} failed: {outcome.error}")
-                seconds.append(outcome.wall_s)
-            mean = statistics.fmean(seconds)
-            wall = len(cells) * (mean + overhead_s) / 2
-            rows.append(
-                f"| {name} | {len(cells)} | {mean:.2f} ({min(seconds):.2f}-{max(seconds):.2f}) "
-                f"| {_duration(wall)} |"
-            )
-            print(rows[-1], flush=True)
-    return [*rows, ""]
+    for row in rows:
+        if row.sample is None:
+            lines.append(f"| {row.name} | ? | not measurable here: {row.reason} | ? | ? |")
+            continue
+        walls = row.sample.walls
+        lines.append(
+            f"| {row.name} | {row.cells} | {statistics.fmean(walls):.2f} ({min(walls):.2f}-"
+            f"{max(walls):.2f}) | {_duration(row.wall_s)} | {row.share:.1%} |"
+        )
+    return lines
 
 
 def _duration(seconds: float) -> str:
     minutes = seconds / 60
     return f"{minutes / 60:.1f} h" if minutes >= 90 else f"{minutes:.0f} min"
-
-
-def _server_rates(work: Path, cells: list[Cell], outcomes: list) -> list[str]:
-    """Cells per second logged to an ``mlflow server`` on the loopback, by 1 and 4 writers."""
-    import os
-    import signal
-    import socket
-    import subprocess
-    import sys
-    import urllib.request
-
-    from sweeper.sweep import _CellLogger
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    uri = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
-         "--backend-store-uri", f"sqlite:///{work}/server.db",
-         "--artifacts-destination", str(work / "server-artifacts")],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
-    rows = []
-    try:
-        deadline = time.time() + 180
-        while True:
-            try:
-                urllib.request.urlopen(f"{uri}/health", timeout=2)
-                break
-            except OSError:
-                if server.poll() is not None or time.time() > deadline:
-                    return ["(mlflow server did not start: no server figures)", ""]
-                time.sleep(0.5)
-        warm = Tracker(uri, "warm-up")
-        for cell, outcome in list(zip(cells, outcomes, strict=True))[:3]:
-            log_cell(warm, cell, outcome, None)
-        for threads in (1, 4):
-            tracker = Tracker(uri, f"server-{threads}")
-            logger = _CellLogger(tracker, None, threads)
-            started = time.perf_counter()
-            for cell, outcome in zip(cells, outcomes, strict=True):
-                logger.submit(cell, outcome, [])
-            logger.collect(everything=True)
-            logger.close()
-            rate = len(cells) / (time.perf_counter() - started)
-            rows.append(f"| {threads} | {rate:.1f} cells/s ({1 / rate * 1e3:.0f} ms per cell) |")
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
-    return [
-        "## Logging to a tracking server",
-        "",
-        f"The same {len(cells)} cells logged to an `mlflow server` (sqlite backend, artifacts "
-        "served through it) on this machine's loopback, as the driver on a cluster logs to the "
-        "head's server: each tracking call is a round trip, so parallel writers "
-        "(`tracking.log_threads`, 4 by default for a server) pay off.",
-        "",
-        "| writers | logged |",
-        "|---|---|",
-        *rows,
-        "",
-    ]
-
-
-def _log_rate(db: Path, cells: list[Cell], outcomes: list, in_place: bool) -> float:
-    tracker = Tracker(f"sqlite:///{db}", "logging")
-    if not in_place:
-        tracker.artifact_dir = lambda run_id, artifact_uri=None: None  # type: ignore[method-assign]
-    times = []
-    for cell, outcome in zip(cells, outcomes, strict=True):
-        _, seconds = _timed(log_cell, tracker, cell, outcome, None)
-        times.append(seconds)
-    return statistics.median(times)
 
 
 if __name__ == "__main__":

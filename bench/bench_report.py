@@ -1,15 +1,16 @@
 """Time ``python -m sweeper.report`` on experiments the size of the papers' sweeps.
 
-    .venv/bin/python bench/bench_report.py [--cells 280 1120 4480] [--repeats 2]
+    .venv/bin/python bench/bench_report.py [--cells 280 1120 4480] [--repeats 3] [--out ...]
 
 Each experiment is written straight into a temporary sqlite store as the sweeper leaves
-it: one parent run (``role=sweep``) with ``config.yaml`` and a ``cells.parquet`` of N rows
-shaped like 003's main experiment (7 algorithms x 4 tuners x 2 datasets x N/56 seeds, a
-500-point regret curve and hyperparameter trace per cell). The report reads that one table
+it: one parent run (``role=sweep``) with ``config.yaml`` (the family's task block and the
+grid) and a ``cells.parquet`` of N rows shaped like 003's main experiment (7 algorithms x
+4 tuners x 2 datasets x N/56 seeds, a 500-point regret curve and hyperparameter trace per
+cell). The report reads that one table
 (its lean search finds no runs logged after it), so the figures show what the report
-itself costs: reading, tables, paired statistics, figures, HTML. Reported: the minimum over
-``--repeats`` of the wall time and the process CPU time of the load alone and of the whole
-report. Results go to bench/results/report.md.
+itself costs: reading, tables, paired statistics, figures, HTML. Reported: the median of
+``--repeats`` runs of the wall time and the process CPU time of the load alone and of the
+whole report (bench/harness.py). Results go to bench/results/report.md.
 """
 
 from __future__ import annotations
@@ -17,22 +18,22 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import yaml
+from harness import Bench, measure
 from mlflow import MlflowClient
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from sweeper.paths import CONF_DIR
+from sweeper.report import build_report
+from sweeper.report.load import load_experiment
 
-from sweeper.report import build_report  # noqa: E402
-from sweeper.report.load import load_experiment  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 ALGORITHMS = ("linucb", "lints", "ucb_glm", "glm_tsl", "laplace_ts", "gloc", "sgd_ts")
 TUNERS = ("theory", "op", "tl", "cdt")
@@ -84,7 +85,9 @@ def write_experiment(uri: str, name: str, cells: int) -> None:
     experiment = client.create_experiment(name)
     run = client.create_run(experiment, tags={"role": "sweep", "sweep_key": name})
     grid = {"algorithm": list(ALGORITHMS), "tuner": list(TUNERS), "dataset": list(DATASETS)}
-    client.log_text(run.info.run_id, json.dumps({"sweep": {"grid": grid}}), "config.yaml")
+    family = yaml.safe_load((CONF_DIR / "task" / "bandit_tuning.yaml").read_text())
+    config = {"cell": family["cell"], "task": family["task"], "sweep": {"grid": grid}}
+    client.log_text(run.info.run_id, json.dumps(config), "config.yaml")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "cells.parquet"
         pd.DataFrame(rows).to_parquet(path, index=False)
@@ -93,29 +96,16 @@ def write_experiment(uri: str, name: str, cells: int) -> None:
     client.set_terminated(run.info.run_id, "FINISHED")
 
 
-def timed(function, repeats: int, *args) -> tuple[float, float]:
-    wall, cpu = [], []
-    for _ in range(repeats):
-        w, c = time.perf_counter(), time.process_time()
-        function(*args)
-        wall.append(time.perf_counter() - w)
-        cpu.append(time.process_time() - c)
-    return min(wall), min(cpu)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cells", type=int, nargs="+", default=[280, 1120, 4480])
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "report.md")
     args = parser.parse_args()
+    bench = Bench(libraries=("pandas", "pyarrow", "matplotlib", "mlflow"))
     lines = [
-        "# Report timings",
-        "",
-        f"{datetime.now(UTC).isoformat(timespec='seconds')}, "
-        f"{platform.processor() or platform.machine()}, "
-        f"Python {platform.python_version()}. Minimum of {args.repeats} runs; the machine "
-        "was shared with other jobs, so CPU time is the better estimate of an idle wall time. "
-        "Re-measure on an idle machine.",
+        f"Each figure is the median of {args.repeats} runs in this one process, wall and "
+        "CPU time (the process's).",
         "",
         "| cells | load: wall s | load: CPU s | whole report: wall s | whole report: CPU s "
         "| report CPU ms per cell |",
@@ -127,19 +117,16 @@ def main() -> None:
         for n in args.cells:
             name = f"bench{n}"
             write_experiment(uri, name, n)
-            load_wall, load_cpu = timed(load_experiment, args.repeats, name, uri)
+            load = measure(lambda name=name: load_experiment(name, uri), args.repeats)
             out = Path(tmp) / "out" / name
-            report_wall, report_cpu = timed(build_report, args.repeats, name, out, uri)
-            cells = len(load_experiment(name, uri).cells)
+            report = measure(lambda n=name, o=out: build_report(n, o, uri), args.repeats)
+            cells = len(load.value.cells)
             lines.append(
-                f"| {cells} | {load_wall:.2f} | {load_cpu:.2f} | {report_wall:.2f} | "
-                f"{report_cpu:.2f} | {1000 * report_cpu / cells:.2f} |"
+                f"| {cells} | {load.wall:.2f} | {load.cpu:.2f} | {report.wall:.2f} | "
+                f"{report.cpu:.2f} | {1000 * report.cpu / cells:.2f} |"
             )
             print(lines[-1], file=sys.stderr)
-    target = ROOT / "bench" / "results" / "report.md"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text("\n".join(lines) + "\n")
-    print(f"wrote {target}")
+    bench.write(args.out, "# Report timings", lines)
 
 
 if __name__ == "__main__":

@@ -18,26 +18,25 @@ sweeps) at each ``--memory`` size, the resume
 check of the same command started again (every cell skipped), the report of the
 experiment, and a sweep of ``--cells`` into the server on PostgreSQL during which the
 server, then PostgreSQL, restart (is each cell recorded once?). Written to
-``bench/results/scale.md`` with the machine's load. The issue's targets: >= 200 cells/s
-into PostgreSQL, >= 50 into sqlite, memory flat within 10% from 1,000 to 20,000 cells,
-resume of 50,000 cells < 1 s, report of 10,000 cells < 30 s.
+``bench/results/scale.md`` after the header of bench/harness.py. The issue's targets:
+>= 200 cells/s into PostgreSQL, >= 50 into sqlite, memory flat within 10% from 1,000 to
+20,000 cells, resume of 50,000 cells < 1 s, report of 10,000 cells < 30 s.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import platform
 import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import sqlalchemy as sa
+from harness import Bench, measure
 
 from sweeper.servers import (
     finished_runs,
@@ -65,7 +64,22 @@ def sweep(uri: str, cells: int, name: str, cwd: Path, *extra: str) -> dict[str, 
     command = [sys.executable, "-m", "sweeper", "task=toy", "horizon=2000", f"seeds={cells}",
                f"tracking.uri={uri}", f"experiment.name={name}",
                f"hydra.run.dir={cwd}/hydra", *extra]  # fmt: skip
-    started = time.perf_counter()
+    run = measure(lambda: watched(command, cwd))
+    code, output, samples, peak = run.value
+    samples = [m for m in samples if m] or [0]
+    late = statistics.median(samples[len(samples) // 2 :])
+    found = RATE.search(output)
+    if code != 0 or not found:
+        raise RuntimeError(f"the sweep failed ({code}):\n{output[-2000:]}")
+    resume = RESUME.search(output)
+    return {"wall_s": run.wall, "rate": float(found.group(2)), "sweep_s": float(found.group(1)),
+            "rss_mb": peak / 2**20, "late_rss_mb": late / 2**20,
+            "resume_s": float(resume.group(1)) if resume else float("nan")}  # fmt: skip
+
+
+def watched(command: list[str], cwd: Path) -> tuple[int, str, list[int], int]:
+    """Run ``command`` to its end, sampling its resident memory every 0.2 s: its exit
+    status, output, the samples and its peak (bytes)."""
     process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True)  # fmt: skip
     samples, peak = [], 0
@@ -74,17 +88,7 @@ def sweep(uri: str, cells: int, name: str, cwd: Path, *extra: str) -> dict[str, 
         samples.append(resident)
         peak = max(peak, high)
         time.sleep(0.2)
-    samples = [m for m in samples if m] or [0]
-    late = statistics.median(samples[len(samples) // 2 :])
-    output = process.stdout.read()
-    wall = time.perf_counter() - started
-    found = RATE.search(output)
-    if process.returncode != 0 or not found:
-        raise RuntimeError(f"the sweep failed ({process.returncode}):\n{output[-2000:]}")
-    resume = RESUME.search(output)
-    return {"wall_s": wall, "rate": float(found.group(2)), "sweep_s": float(found.group(1)),
-            "rss_mb": peak / 2**20, "late_rss_mb": late / 2**20,
-            "resume_s": float(resume.group(1)) if resume else float("nan")}  # fmt: skip
+    return process.returncode, process.stdout.read(), samples, peak
 
 
 def _peak(runs: list[dict[str, float]]) -> float:
@@ -151,11 +155,10 @@ def restarts(cells: int, work: Path) -> dict[str, float]:
 
 
 def report_time(uri: str, name: str, cwd: Path) -> float:
-    started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "sweeper.report", name, "--tracking-uri", uri,
-                    "--out", str(cwd / f"report-{name}")], cwd=cwd, check=True,
-                   capture_output=True)  # fmt: skip
-    return time.perf_counter() - started
+    """Wall seconds of ``python -m sweeper.report`` on the experiment."""
+    command = [sys.executable, "-m", "sweeper.report", name, "--tracking-uri", uri,
+               "--out", str(cwd / f"report-{name}")]  # fmt: skip
+    return measure(lambda: subprocess.run(command, cwd=cwd, check=True, capture_output=True)).wall
 
 
 def main() -> None:
@@ -167,7 +170,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="sweeps per direct-writes rate")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "scale.md")
     args = parser.parse_args()
-    load_before = os.getloadavg()
+    bench = Bench(libraries=("mlflow", "ray", "sqlalchemy", "psycopg"), busy=os.cpu_count() or 1)
     rows, memory, resumes = [], [], []
     with tempfile.TemporaryDirectory(prefix="sweeper-pg-") as tmp:  # postgres reaches it
         work = Path(tmp)
@@ -202,17 +205,13 @@ def main() -> None:
         uri = f"sqlite:///{work}/resume.db"
         sweep(uri, args.resume, "resume", work)
         resumes.append((args.resume, sweep(uri, args.resume, "resume", work)))
-    load_after = os.getloadavg()
-    write(args, rows, memory, resumes, faults, load_before, load_after)
+    lines = text(args, rows, memory, resumes, faults)
+    bench.write(args.out, "# The driver at scale (bench/bench_scale.py)", lines)
+    print("\n".join(lines))
 
 
-def write(args, rows, memory, resumes, faults, load_before, load_after) -> None:
+def text(args, rows, memory, resumes, faults) -> list[str]:
     lines = [
-        "# The driver at scale (bench/bench_scale.py)",
-        "",
-        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node()}, {os.cpu_count()} CPUs, "
-        f"Python {platform.python_version()}; load average {load_before[0]:.1f} before, "
-        f"{load_after[0]:.1f} after (other jobs shared the machine when it is above 2).",
         "Toy cells (microseconds each, 2000-step curves), run as `python -m sweeper task=toy "
         "horizon=2000 seeds=N` on embedded Ray; cells/s is the driver's own figure (its "
         "summary line: cells recorded over the time from the first dispatch to the last "
@@ -272,8 +271,7 @@ def write(args, rows, memory, resumes, faults, load_before, load_after) -> None:
                   f"{faults['cells']} | {faults['running']} |"]  # fmt: skip
         if faults["failed"]:
             lines += ["", f"The sweep stopped: {faults['failed']}"]
-    args.out.write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    return lines
 
 
 if __name__ == "__main__":

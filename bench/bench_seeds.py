@@ -8,18 +8,19 @@ after every ``step`` seeds from ``min`` to ``max`` and stops when the confidence
 (sweeper/confseq.py) excludes 0 or is narrower than the precision; the naive rule runs a
 paired t-test after every seed from ``min`` and stops at the first p < alpha.
 
-    python bench/bench_seeds.py [--sweeps 4000]   # writes bench/results/seeds.md
+    python bench/bench_seeds.py [--sweeps 4000] [--out bench/results/seeds.md]
+
+No timing: the rates are exact for their draws (seeded); the header (bench/harness.py) says
+where and at which commit they were drawn.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
-import os
-import subprocess
 from pathlib import Path
 
 import numpy as np
+from harness import Bench
 from scipy import stats
 
 from sweeper.confseq import EQUIVALENT, UNDECIDED, decide, interval
@@ -98,25 +99,15 @@ def effect_rows(sweeps: int, kind: str, rng: np.random.Generator) -> list[str]:
     return rows
 
 
-def _header() -> list[str]:
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True, cwd=OUT.parent).stdout.strip()  # fmt: skip
-    load = os.getloadavg()[0]
-    return [
-        f"Measured {datetime.date.today()} at commit {commit} on {os.cpu_count()} cores "
-        f"(load {load:.1f} at the start); `python bench/bench_seeds.py`.",
-        "",
-    ]
-
-
 def main() -> None:
     global MIN
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sweeps", type=int, default=4000)
+    parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
+    bench = Bench(libraries=("numpy", "scipy"))
     rng = np.random.default_rng(2026)
-    lines = ["# Seeds until decided: simulated error rates", "", *_header()]
-    lines += [
+    lines = [
         f"Rule: min {MIN}, step {STEP}, max {MAX}, alpha {ALPHA}, precision {PRECISION} of a "
         f"reference mean of {REFERENCE_MEAN} (differences of unit variance). {args.sweeps} "
         "simulated comparisons per row, under the null (mean difference 0).",
@@ -139,8 +130,8 @@ def main() -> None:
     MIN = 10
     lines += ["## Seeds against the effect (gamma noise, skewness 1)", "",
               "| effect (sd) | mean seeds | decided better |", "|---|---|---|",
-              *effect_rows(args.sweeps // 4, "gamma4", rng), ""]  # fmt: skip
-    OUT.write_text("\n".join(lines))
+              *effect_rows(args.sweeps // 4, "gamma4", rng)]  # fmt: skip
+    bench.write(args.out, "# Seeds until decided: simulated error rates", lines)
     print("\n".join(lines))
 
 

@@ -11,18 +11,20 @@ interval at 20 seeds, docs/results/main/tables/paired.csv). It does not measure 
 sweep's wall time: run ``python -m sweeper +exp=main 'seeds={until: decided, min: 10,
 max: 20}'`` for that.
 
-    python bench/bench_seeds_main.py   # writes bench/results/seeds_main.md
+    python bench/bench_seeds_main.py [--out bench/results/seeds_main.md]
+
+No timing of its own: the CPU times are the published cells' (their ``wall_s``); the header
+(bench/harness.py) says at which commit the rule was replayed.
 """
 
 from __future__ import annotations
 
-import datetime
-import os
-import subprocess
+import argparse
 from pathlib import Path
 from types import SimpleNamespace
 
 import pandas as pd
+from harness import Bench
 
 from sweeper.adaptive import AdaptiveSeeds
 from sweeper.seeds import SeedBudget
@@ -79,6 +81,10 @@ def _cells_at(table: pd.DataFrame, first: int) -> int:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+    bench = Bench(libraries=("numpy", "pandas"))
     table = pd.read_csv(CELLS)
     table = table[table["status"] == "FINISHED"]
     rule, ran = replay(table)
@@ -102,15 +108,9 @@ def main() -> None:
     ran_cells = table[table["cell_key"].isin(ran)]
     cpu, cpu_fixed = ran_cells["wall_s"].sum(), table["wall_s"].sum()
     significant = sum(v in ("better", "worse") for v in published.values())
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True, cwd=ROOT).stdout.strip()  # fmt: skip
     lines = [
-        "# Seeds until decided on `main`, replayed from its published cells",
-        "",
-        f"Measured {datetime.date.today()} at commit {commit} on {os.cpu_count()} cores (load "
-        f"{os.getloadavg()[0]:.1f}); `python bench/bench_seeds_main.py`. Budget: min "
-        f"{BUDGET.min}, max {BUDGET.max}, step {BUDGET.step}, alpha {BUDGET.alpha} per "
-        f"comparison, precision {BUDGET.precision}.",
+        f"Budget: min {BUDGET.min}, max {BUDGET.max}, step {BUDGET.step}, alpha "
+        f"{BUDGET.alpha} per comparison, precision {BUDGET.precision}.",
         "",
         f"- Cells: {len(ran)} of {len(table)} ({len(ran) / len(table):.0%}); their CPU time "
         f"{cpu / 60:.0f} min of the fixed sweep's {cpu_fixed / 60:.0f} min "
@@ -126,10 +126,11 @@ def main() -> None:
         "| 20-seed t interval |",
         "|---|---|---|---|---|---|---|",
         *rows,
-        "",
     ]
-    OUT.write_text("\n".join(lines))
-    print("\n".join(lines[:12]))
+    bench.write(
+        args.out, "# Seeds until decided on `main`, replayed from its published cells", lines
+    )
+    print("\n".join(lines[:8]))
 
 
 if __name__ == "__main__":

@@ -10,8 +10,9 @@ Zooming TS-R, Zooming and the Oracle at several horizons (layout and epoch scale
 the default start of each epoch (the centre of [0, 1]) and with a random start.
 
 Cells run through the project's real configs (Hydra composition of conf/) and cell functions,
-in a process pool. Numbers go to bench/results/tuners.md next to the papers'. Timings depend on
-the machine's load: re-measure on an idle machine.
+in a process pool. Numbers go to bench/results/tuners.md next to the papers'; each part written
+starts with the header of the run that measured it (bench/harness.py: its commit, machine
+and load).
 
     .venv/bin/python bench/bench_tuners.py                       # both parts, defaults
     .venv/bin/python bench/bench_tuners.py --part linucb --seeds 10
@@ -24,11 +25,11 @@ from __future__ import annotations
 import argparse
 import math
 import multiprocessing as mp
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from harness import Bench, interleaved, ratio
 from hydra import compose, initialize_config_dir
 
 from sweeper.grid import cell_config, expand
@@ -242,27 +243,17 @@ def paired_lines(results, reference: str) -> list[str]:
 
 
 def measure_overhead(horizon: int, repeats: int) -> list[str]:
-    """Cell time of each continuum tuner over OP's, in this one process, rows interleaved.
-
-    Each repeat runs every row once on seed 0 in a fresh order (a rotation), so a change of
-    the machine's load hits all rows alike; the ratio is the median over repeats of
-    (tuner's cell time / OP's cell time in the same repeat).
+    """Cell time of each continuum tuner over OP's, in this one process, rows interleaved:
+    each repeat runs every row once on seed 0 in a rotated order (bench/harness.py), so a
+    change of the machine's load hits all rows alike; the ratio is the median over repeats
+    of (tuner's cell time / OP's cell time in the same repeat).
     """
     configs = {
         label: compose_cell([*linucb_common(horizon), *overrides, "seed=0"])
         for label, overrides in OVERHEAD_ROWS
     }
-    labels = list(configs)
-    times: dict[str, list[float]] = {label: [] for label in labels}
-    for repeat in range(repeats):
-        order = labels[repeat % len(labels) :] + labels[: repeat % len(labels)]
-        for label in order:
-            started = time.perf_counter()
-            locate(configs[label]["cell"])(configs[label])
-            times[label].append(time.perf_counter() - started)
-    ratios = {
-        label: float(np.median(np.array(times[label]) / np.array(times["op"]))) for label in labels
-    }
+    calls = {label: (lambda c=config: locate(c["cell"])(c)) for label, config in configs.items()}
+    times = interleaved(calls, repeats)
     lines = [
         f"## Per-cell cost of the continuum tuners against OP (LinUCB, simulation, T={horizon})",
         "",
@@ -273,9 +264,10 @@ def measure_overhead(horizon: int, repeats: int) -> list[str]:
         "| tuner | median cell time s | ratio to OP |",
         "|---|---|---|",
     ]
-    for label in labels:
-        lines.append(f"| {label} | {np.median(times[label]):.2f} | {ratios[label]:.2f} |")
-        print(f"{label:30s} {np.median(times[label]):.2f}s ratio {ratios[label]:.2f}", flush=True)
+    for label, timing in times.items():
+        to_op = ratio(timing, times["op"])
+        lines.append(f"| {label} | {timing.wall:.2f} | {to_op:.2f} |")
+        print(f"{label:30s} {timing.wall:.2f}s ratio {to_op:.2f}", flush=True)
     return [*lines, ""]
 
 
@@ -301,8 +293,9 @@ HEADER = [
     "# Tuners: measured numbers next to the papers'",
     "",
     "Written by `bench/bench_tuners.py` (cells run through conf/ and the cell functions; paired "
-    "seeds; each part rewrites only its own section). The regret numbers are exact for their "
-    "seeds; the runtimes depend on the machine's load when each part ran (see the notes).",
+    "seeds; each part rewrites only its own section, and starts with the header of the run "
+    "that measured it). The regret numbers are exact for their seeds; the runtimes depend on "
+    "the machine's load when each part ran (its header says it).",
     "",
 ]
 PARTS = (
@@ -316,8 +309,9 @@ PARTS = (
 )  # notes: written by hand, kept
 
 
-def write_sections(out: Path, sections: dict[str, list[str]]) -> None:
-    """Replace the sections measured in this run, keep the others already in ``out``."""
+def write_sections(out: Path, sections: dict[str, list[str]], header: list[str]) -> None:
+    """Replace the sections measured in this run (each after ``header``, this run's), keep
+    the others already in ``out``."""
     kept: dict[str, str] = {}
     if out.exists():
         text = out.read_text()
@@ -326,7 +320,9 @@ def write_sections(out: Path, sections: dict[str, list[str]]) -> None:
             if start in text and end in text:
                 kept[part] = text[text.index(start) : text.index(end) + len(end)]
     for part, lines in sections.items():
-        kept[part] = "\n".join([f"<!-- part:{part} -->", *lines, f"<!-- /part:{part} -->"])
+        kept[part] = "\n".join(
+            [f"<!-- part:{part} -->", *header, "", *lines, f"<!-- /part:{part} -->"]
+        )
     body = [kept[part] for part in PARTS if part in kept]
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(HEADER) + "\n" + "\n\n".join(body) + "\n")
@@ -351,8 +347,7 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
-
-    started = time.perf_counter()
+    bench = Bench(libraries=("numpy", "scipy"), busy=args.processes)
     sections: dict[str, list[str]] = {}
     with mp.get_context("spawn").Pool(args.processes) as pool:
         if args.part in ("all", "linucb"):
@@ -446,10 +441,7 @@ def main() -> None:
                         horizon, args.released_seeds, random_start, pool, epoch
                     )
             sections["released"] = released
-    elapsed = time.perf_counter() - started
-    for part in sections:
-        sections[part].append(f"({part}: {elapsed:.0f} s of wall time for this run.)")
-    write_sections(args.out, sections)
+    write_sections(args.out, sections, bench.header())
     print(f"wrote {args.out}")
 
 
