@@ -7,14 +7,13 @@ import time
 
 import pytest
 from mlflow import MlflowClient
-from mlflow.exceptions import MlflowException
 
 from sweeper.cells import Cell
 from sweeper.execute import Outcome
 from sweeper.progress import Progress
 from sweeper.store.bulk import BulkWriter
 from sweeper.store.parent import SweepRun
-from sweeper.store.record import Batching, Recorder, open_writer, transient
+from sweeper.store.record import Batching, Recorder, open_writer
 from sweeper.store.tracking import StoreFailed, Tracker
 
 
@@ -127,26 +126,3 @@ def test_close_ends_a_wait_for_a_store_that_is_away(recording, monkeypatch):
     started = time.monotonic()
     assert recorder.close() == []
     assert time.monotonic() - started < 2
-
-
-@pytest.mark.parametrize(
-    "message",
-    [
-        "(psycopg.OperationalError) the connection is lost",
-        '(psycopg.OperationalError) connection failed: connection to server at "127.0.0.1", '
-        "port 5432 failed: FATAL:  the database system is not yet accepting connections",
-        "FATAL:  the database system is in recovery mode",
-        "consuming input failed: server closed the connection unexpectedly",
-        "API request to http://127.0.0.1:5000/api/2.0/mlflow/runs/set-tag failed with exception "
-        "HTTPConnectionPool(host='127.0.0.1', port=5000): Max retries exceeded with url: "
-        "(Caused by ResponseError('too many 503 error responses'))",
-    ],
-)
-def test_the_errors_of_a_restarting_store_are_waited_for(message):
-    assert transient(MlflowException(message))
-
-
-def test_a_full_disk_or_a_bad_schema_is_not_waited_for():
-    assert not transient(OSError(28, "No space left on device"))
-    assert not transient(MlflowException("(sqlite3.OperationalError) no such table: runs"))
-    assert not transient(MlflowException("could not extend file: No space left on device"))

@@ -13,7 +13,7 @@ each write is retried with a backoff doubling from 1 s to 30 s, said on the prog
 for up to ``tracking.patience_s`` seconds; past that the sweep stops cleanly
 (:class:`~sweeper.store.tracking.StoreFailed`, exit status 3, the resume command printed). Only
 errors that a restart explains are waited for (a refused or dropped connection, a busy
-database); a full disk or a bad schema stops the sweep at once.
+database: :mod:`sweeper.store.failures`); a full disk or a bad schema stops the sweep at once.
 """
 
 from __future__ import annotations
@@ -32,10 +32,11 @@ from sweeper.process import now_ms
 from sweeper.settings import redact
 from sweeper.store.bulk import BulkWriter, RunRecord, database_of
 from sweeper.store.cellruns import CellLike, OutcomeLike, discard_attempts, log_record, record_of
+from sweeper.store.failures import STORE_ERRORS, transient
 from sweeper.store.lock import Fence
 from sweeper.store.parent import SweepRun
 from sweeper.store.settle import pending
-from sweeper.store.tracking import STORE_ERRORS, Tracker
+from sweeper.store.tracking import Tracker
 
 T = TypeVar("T")
 Logged = tuple[CellLike, OutcomeLike, dict[str, Any]]
@@ -46,45 +47,12 @@ Received = tuple[CellLike, OutcomeLike, list[str], int]
 BACKOFF_S = (1.0, 30.0)
 ATTEMPT_TAG = "sweeper.record_id"
 """The tag naming a run's record through MLflow's API (the id the driver chose for it)."""
-TRANSIENT = (
-    "connection refused",
-    "could not connect",
-    "connection reset",
-    "server closed the connection",
-    "terminating connection",
-    "connection is closed",
-    "connection not open",
-    "max retries exceeded",
-    "remotedisconnected",
-    "connection aborted",
-    "database is locked",
-    "the connection is lost",
-    "consuming input failed",
-    "the database system is starting up",
-    "the database system is shutting down",
-    "the database system is not yet accepting connections",
-    "the database system is not accepting connections",
-    "the database system is in recovery mode",
-    "code 502",
-    "code 503",
-    "code 504",
-    "bad gateway",
-    "service unavailable",
-    "gateway timeout",
-)
-"""Words of the errors a restarting server or database gives (waited for)."""
 
 
 class Says(Protocol):
     """Where waiting for the store is said (the driver's progress line is one)."""
 
     def message(self, text: str) -> None: ...
-
-
-def transient(err: BaseException) -> bool:
-    """True for an error a store restart explains (see :data:`TRANSIENT`)."""
-    text = f"{type(err).__name__}: {err}".lower()
-    return any(word in text for word in TRANSIENT)
 
 
 @dataclass
