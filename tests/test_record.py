@@ -13,7 +13,7 @@ from sweeper.execute import Outcome
 from sweeper.progress import Progress
 from sweeper.store.bulk import BulkWriter
 from sweeper.store.parent import SweepRun
-from sweeper.store.record import Batching, Recorder, open_writer
+from sweeper.store.record import Batching, Recorder, open_writer, patiently
 from sweeper.store.tracking import StoreFailed, Tracker
 
 
@@ -126,3 +126,69 @@ def test_close_ends_a_wait_for_a_store_that_is_away(recording, monkeypatch):
     started = time.monotonic()
     assert recorder.close() == []
     assert time.monotonic() - started < 2
+
+
+class _Said:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def message(self, text: str) -> None:
+        self.lines.append(text)
+
+
+def test_a_store_away_is_waited_for_within_the_patience_then_the_sweep_stops():
+    """Backoffs of 1 s then 2 s: with a patience of 2.9 s the second would end past it, so
+    the wait stops after the first, and says what it waited."""
+    said, calls = _Said(), []
+
+    def away():
+        calls.append(time.monotonic())
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    with pytest.raises(StoreFailed) as failed:
+        patiently("writing", away, 2.9, said)
+    assert str(failed.value) == (
+        "writing: ConnectionRefusedError: [Errno 111] Connection refused "
+        "(waited 1 s: tracking.patience_s)"
+    )
+    assert len(calls) == 2 and 0.9 < calls[1] - calls[0] < 1.5
+    assert said.lines == [
+        "the MLflow store does not answer ([Errno 111] Connection refused); retrying in 1 s "
+        "(waited 0 s of tracking.patience_s=3)"
+    ]
+
+
+def test_a_store_back_after_a_wait_answers_and_a_full_disk_is_not_waited_for():
+    said, calls = _Said(), []
+
+    def back():
+        calls.append(1)
+        if len(calls) == 1:
+            raise ConnectionResetError(104, "Connection reset by peer")
+        return "answer"
+
+    assert patiently("reading", back, 30, said) == "answer" and len(said.lines) == 1
+
+    def full():
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(StoreFailed) as failed:
+        patiently("writing", full, 30, said)
+    assert str(failed.value) == "writing: OSError: [Errno 28] No space left on device"
+    assert len(said.lines) == 1
+
+
+def test_a_ctrl_c_ends_a_wait_for_the_store():
+    class Stop:
+        requested = False
+
+    stop, said = Stop(), _Said()
+
+    def away():
+        stop.requested = True  # pressed while the store is away
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        patiently("writing", away, 600, said, stop)
+    assert time.monotonic() - started < 0.5 and len(said.lines) == 1

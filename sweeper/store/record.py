@@ -24,6 +24,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
+import tenacity
 from omegaconf import DictConfig
 
 from sweeper import memory
@@ -339,26 +340,49 @@ class Recorder:
 def patiently(
     what: str, action: Callable[[], T], patience_s: float, progress: Says, stop: Any = None
 ) -> T:
-    """``action()``, retried with a doubling backoff while the store is away (a transient
-    error), for up to ``patience_s`` seconds, saying so on the progress line; then
-    :class:`StoreFailed`. A Ctrl-C (``stop.requested``) ends the wait."""
-    started, delay = time.monotonic(), BACKOFF_S[0]
-    while True:
-        try:
-            return action()
-        except STORE_ERRORS as err:
-            waited = time.monotonic() - started
-            reason = " ".join(str(err).split())[:200]
-            if not transient(err) or waited + delay > patience_s:
-                extra = f" (waited {waited:.0f} s: tracking.patience_s)" if waited else ""
-                raise StoreFailed(f"{what}: {type(err).__name__}: {reason}{extra}") from err
-            progress.message(
-                f"the MLflow store does not answer ({reason[:120]}); retrying in {delay:.0f} s "
-                f"(waited {waited:.0f} s of tracking.patience_s={patience_s:.0f})"
-            )
-            deadline = time.monotonic() + delay
-            while time.monotonic() < deadline:
-                if stop is not None and stop.requested:
-                    raise KeyboardInterrupt from err
-                time.sleep(0.1)
-            delay = min(2 * delay, BACKOFF_S[1])
+    """``action()``, retried while the store is away (:func:`~sweeper.store.failures.transient`)
+    with a backoff doubling from ``BACKOFF_S[0]`` to ``BACKOFF_S[1]`` seconds, each wait said
+    on the progress line, as long as the next wait would end within ``patience_s`` seconds of
+    the first attempt; then, or at once for another store error, :class:`StoreFailed`. A
+    Ctrl-C (``stop.requested``) ends the wait."""
+    started = time.monotonic()
+    retrying = tenacity.Retrying(
+        retry=tenacity.retry_if_exception(_waited_for),
+        wait=tenacity.wait_exponential(min=BACKOFF_S[0], max=BACKOFF_S[1]),
+        stop=tenacity.stop_before_delay(patience_s),
+        before_sleep=lambda state: progress.message(_waiting(state, patience_s)),
+        sleep=lambda seconds: _sleep(seconds, stop),
+        reraise=True,
+    )
+    try:
+        return retrying(action)
+    except STORE_ERRORS as err:
+        waited = time.monotonic() - started if retrying.statistics.get("idle_for") else 0.0
+        extra = f" (waited {waited:.0f} s: tracking.patience_s)" if waited else ""
+        raise StoreFailed(f"{what}: {type(err).__name__}: {_reason(err)}{extra}") from err
+
+
+def _waited_for(err: BaseException) -> bool:
+    return isinstance(err, STORE_ERRORS) and transient(err)
+
+
+def _waiting(state: tenacity.RetryCallState, patience_s: float) -> str:
+    """The progress line's word on a wait for the store."""
+    reason = _reason(state.outcome.exception())[:120]
+    return (
+        f"the MLflow store does not answer ({reason}); retrying in {state.upcoming_sleep:.0f} s "
+        f"(waited {state.seconds_since_start:.0f} s of tracking.patience_s={patience_s:.0f})"
+    )
+
+
+def _sleep(seconds: float, stop: Any) -> None:
+    """Sleep ``seconds``, ended by a Ctrl-C (``stop.requested``: KeyboardInterrupt)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if stop is not None and stop.requested:
+            raise KeyboardInterrupt
+        time.sleep(0.1)
+
+
+def _reason(err: BaseException | None) -> str:
+    return " ".join(str(err).split())[:200]
