@@ -111,12 +111,9 @@ class SweepRun:
         return self._table_runs
 
     def rows(self, columns: list[str] | None = None) -> pd.DataFrame | None:
-        """Every row of the table (each run once), or None when it has none or cannot be
-        read (then the runs rebuild it)."""
-        try:
-            return self.table.read(columns)
-        except Exception:  # noqa: BLE001 - unreadable: the runs rebuild it
-            return None
+        """Every row of the table (each run once), or None when it has none (a file that
+        cannot be read is skipped, and said: the runs rebuild its rows)."""
+        return self.table.read(columns)
 
     def finish(
         self,
