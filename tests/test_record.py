@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import threading
 import time
 
@@ -26,12 +27,14 @@ def _outcome(seed: int) -> Outcome:
 
 
 @pytest.fixture
-def recording(tracking_uri, capsys):
-    """A tracker, its sweep's parent run and a recorder writing straight into sqlite."""
+def recording(tracking_uri):
+    """A tracker, its sweep's parent run and a recorder writing straight into sqlite (its
+    progress lines into a buffer of its own: pytest closes the stdout of a fixture's setup)."""
     tracker = Tracker(tracking_uri, "record")
     parent = SweepRun.open(tracker, "sweep", "{}")
     batching = Batching(database=tracking_uri, batch_size=2, patience_s=5)
-    recorder = Recorder(tracker, parent, batching, Progress(6), open_writer(batching, tracker))
+    progress = Progress(6, io.StringIO())
+    recorder = Recorder(tracker, parent, batching, progress, open_writer(batching, tracker))
     yield tracker, parent, recorder
     recorder.close()
 
@@ -123,6 +126,7 @@ def test_close_ends_a_wait_for_a_store_that_is_away(recording, monkeypatch):
     recorder.add(_cell(0), _outcome(0), [])
     recorder.flush()
     time.sleep(0.3)  # the writer is waiting out its first backoff
+    assert "retrying in 1 s" in recorder.progress.out.getvalue()
     started = time.monotonic()
     assert recorder.close() == []
     assert time.monotonic() - started < 2

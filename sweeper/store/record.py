@@ -92,7 +92,10 @@ def open_writer(batching: Batching, tracker: Tracker) -> BulkWriter | None:
     try:
         writer = BulkWriter(batching.database, tracker.experiment_id, tracker.artifact_location)
         found = writer.experiment_name()
-    except Exception as err:  # a wrong URI, a database down, a missing driver, a schema
+    except SweepError:  # said already (MlflowChanged: a private name of MLflow missing)
+        raise
+    except (*STORE_ERRORS, ImportError, ValueError) as err:  # a wrong URI or port, a database
+        # down, a missing driver, a schema of another MLflow
         # Through a tracking server, its MLflow writes the runs (its schema is its own);
         # a database tracking.uri is read by this MLflow either way: no way around it.
         way_out = (
@@ -238,7 +241,7 @@ class Recorder:
         left: list[Logged] = []
         try:
             left = self._wait()
-        except BaseException:  # noqa: BLE001 - its recorded part is in the cut
+        except (StoreFailed, KeyboardInterrupt):  # its recorded part is in the cut
             pass
         self.thread.shutdown(wait=True)
         if self.pool is not None:
