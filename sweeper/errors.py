@@ -6,6 +6,7 @@ exits with status 2; nothing has run and nothing is left RUNNING when one is rai
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 
@@ -48,3 +49,14 @@ class StoreBusy(RuntimeError):
 
 class StoreFailed(RuntimeError):
     """The MLflow store failed under the driver (disk full, a server gone): exit status 3."""
+
+
+_WARNED: set[str] = set()
+
+
+def warn(text: str) -> None:
+    """Print ``warning: text`` on stderr, once per process (a file that cannot be read is
+    met by every reader of the same table)."""
+    if text not in _WARNED:
+        _WARNED.add(text)
+        print(f"warning: {text}", file=sys.stderr, flush=True)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig
+from omegaconf.errors import OmegaConfBaseException
 
 from sweeper.errors import SweepError, boolean, whole_number
 
@@ -45,7 +46,7 @@ def redact_hydra_files() -> None:
             return
         hydra = HydraConfig.get()
         folder = Path(hydra.runtime.output_dir) / str(hydra.output_subdir or "")
-    except Exception:  # noqa: BLE001 - no Hydra run (tests, the API)
+    except (ValueError, OmegaConfBaseException):  # no Hydra run (tests, the API)
         return
     if not hydra.output_subdir or not folder.is_dir():
         return
@@ -170,10 +171,11 @@ def same_database(a: str, b: str) -> bool:
     """Whether two SQLAlchemy URIs name one database (drivers and passwords aside; a sqlite
     file by its resolved path)."""
     from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
 
     try:
         x, y = make_url(a), make_url(b)
-    except Exception:  # noqa: BLE001 - a malformed URI is another database
+    except (ArgumentError, ValueError):  # a malformed URI (or port) is another database
         return a == b
     if x.get_backend_name() != y.get_backend_name():
         return False

@@ -81,6 +81,41 @@ def test_the_database_lets_in_only_who_holds_its_password():
         assert "password authentication failed" in _connects(wrong)
 
 
+def test_a_real_server_s_failures_are_judged_by_their_codes_not_their_words():
+    """sweeper/store/failures.py against a real PostgreSQL: a session cut by a shutdown
+    (SQLSTATE 57P01) and a connection to the stopped server (no SQLSTATE) are waited for, a
+    wrong password (asked and refused) is not; no word of a message is read."""
+    import sqlalchemy as sa
+
+    from sweeper.servers import pg_stop, without_password
+    from sweeper.store.failures import transient
+
+    def failure(uri: str, *statements: str) -> BaseException:
+        engine = sa.create_engine(uri)
+        try:
+            with engine.connect() as connection:
+                for statement in statements:
+                    connection.execute(sa.text(statement))
+        except sa.exc.SQLAlchemyError as err:
+            return err
+        finally:
+            engine.dispose()
+        raise AssertionError("no failure")
+
+    with tempfile.TemporaryDirectory(prefix="sweeper-pg-") as pg, postgres(Path(pg)) as uri:
+        wrong = failure(uri.replace(without_password(uri)[1], "guess"))
+        assert not transient(wrong), wrong
+        engine = sa.create_engine(uri)
+        with engine.connect() as connection:
+            pg_stop(Path(pg))
+            with pytest.raises(sa.exc.SQLAlchemyError) as cut:
+                connection.execute(sa.text("select 1"))
+        engine.dispose()
+        assert getattr(cut.value.orig, "sqlstate", None) in ("57P01", None)
+        assert transient(cut.value), cut.value
+        assert transient(failure(uri)), "the stopped server"
+
+
 def test_a_cluster_made_with_trust_authentication_requires_a_password_once_started():
     """A data directory an older sweeper initialised with --auth=trust keeps its runs and
     loses trust the next time it is started."""

@@ -162,3 +162,65 @@ def test_a_transposed_table_puts_the_compared_values_in_rows():
     assert table.header == ["Dataset", "Tuner", "Cumulative F", "published [T1]"]
     assert [r[1:3] for r in table.rows] == [["Grid", "10.50 ± 0.71"], ["BO", "20.50 ± 0.71"]]
     assert table.rows[0][3] == "3396.00" and table.bold == {(1, 2)}  # the best of the column
+
+
+@pytest.fixture
+def family(tmp_path, monkeypatch):
+    """``family(published)``: a package ``fam_<n>`` with a cell module and, unless
+    ``published`` is None, that text as its ``published.py``; its name."""
+    import importlib
+    import sys
+
+    made: list[str] = []
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def make(published: str | None) -> str:
+        name = f"fam_{len(made)}"
+        package = tmp_path / name
+        package.mkdir()
+        (package / "__init__.py").write_text("")
+        (package / "cell.py").write_text("def run(config):\n    return {}\n")
+        if published is not None:
+            (package / "published.py").write_text(published)
+        made.append(name)
+        importlib.invalidate_caches()
+        return name
+
+    yield make
+    for name in [m for m in sys.modules if m.split(".")[0] in made]:
+        del sys.modules[name]
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "error"),
+    [
+        ("from tasks.published import Published\n\nPUBLISHED = [Publshed('T', 'f', {}, 1.0)]\n",
+         3, "NameError: name 'Publshed' is not defined"),
+        ("PUBLISHED = [\n", 1, "SyntaxError: '[' was never closed"),
+        ("from tasks.publshed import Published\n", 1,
+         "ModuleNotFoundError: No module named 'tasks.publshed'"),
+    ],
+)  # fmt: skip
+def test_a_family_s_published_module_that_fails_to_import_is_an_error_naming_it(
+    family, tmp_path, text, line, error
+):
+    from sweeper.report import find_published
+
+    name = family(text)
+    with pytest.raises(ReportError) as failed:
+        find_published([f"{name}.cell.run"])
+    message = str(failed.value)
+    assert f"importing {name}.published failed at {tmp_path}/{name}/published.py:{line}" in message
+    assert error in message and "\n" not in message
+
+
+def test_a_family_without_published_numbers_or_not_installed_has_none(family):
+    from sweeper.report import find_published
+
+    name = family(None)
+    assert find_published([f"{name}.cell.run", "not_installed.cells.run"]).entries == []
+    good = family(
+        "from tasks.published import Published\n\nPUBLISHED = [Published('T', 'f', {}, 2.0)]\n"
+    )
+    found = find_published([f"{good}.cell.run"])
+    assert found.module == f"{good}.published" and [e.value for e in found.entries] == [2.0]

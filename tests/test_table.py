@@ -70,13 +70,59 @@ def test_a_run_given_a_new_row_keeps_only_its_last_one(tmp_path):
     assert sorted(table.read()["cell_key"]) == ["b", "new-key"]
 
 
-def test_a_truncated_part_is_skipped(tmp_path):
+def test_a_truncated_part_is_skipped_and_said_once_naming_the_file(tmp_path, capsys):
     table = _table(tmp_path)
     table.append([_row("a", "r1")])
     table.append([_row("b", "r2")])
     part = tmp_path / "parent" / "cells" / "part-000002.parquet"
-    part.write_bytes(part.read_bytes()[:20])  # a kill mid-write
+    part.write_bytes(part.read_bytes()[:20])  # a kill mid-upload
     assert list(table.read()["run_id"]) == ["r1"]
+    assert [len(t) for t in table.arrow(["run_id"])] == [1]
+    said = capsys.readouterr().err.splitlines()  # two reads, one warning
+    assert len(said) == 1
+    assert said[0].startswith(f"warning: the sweep's table file {part} cannot be read (ArrowInv")
+    assert said[0].endswith("it is skipped, and the cells it holds are read from their MLflow runs")
+
+
+def test_a_damaged_consolidated_file_is_said_an_absent_table_is_not(tmp_path, capsys):
+    table = _table(tmp_path)
+    assert table.read() is None and table.arrow(["run_id"]) == []  # no table yet: silent
+    table.append([_row("a", "r1")])
+    table.consolidate()
+    table.append([_row("b", "r2")])
+    consolidated = tmp_path / "parent" / "cells.parquet"
+    consolidated.write_bytes(b"PAR1" + b"\0" * 64)  # damaged where it lies
+    assert capsys.readouterr().err == ""
+    assert list(table.read()["run_id"]) == ["r2"]
+    said = capsys.readouterr().err
+    assert f"the sweep's table file {consolidated} cannot be read (ArrowInvalid" in said
+
+
+def test_a_remote_file_absent_from_the_listing_is_absent_a_failing_listing_is_an_error(tmp_path):
+    """MLflow's download says "does not exist" for any failure, so absence is asked of the
+    listing, and a store that fails to list is not taken for a table without files."""
+
+    class Listing:
+        def __init__(self, names=(), fails=False):
+            self.names, self.fails, self.downloads = list(names), fails, []
+
+        def list_artifacts(self, run_id, folder=None):
+            if self.fails:
+                raise ConnectionRefusedError(111, "Connection refused")
+            return [type("F", (), {"path": f"{folder}/{n}" if folder else n}) for n in self.names]
+
+        def download_artifacts(self, run_id, path, into):
+            self.downloads.append(path)
+            return str(tmp_path / "downloaded")
+
+    absent = Listing()
+    assert ArtifactIO(absent, lambda _: None).fetch("r", "cells.parquet", tmp_path) is None
+    assert absent.downloads == []
+    there = Listing(["part-000001.parquet"])
+    io_ = ArtifactIO(there, lambda _: None)
+    assert io_.fetch("r", "cells/part-000001.parquet", tmp_path) == tmp_path / "downloaded"
+    with pytest.raises(ConnectionRefusedError):
+        ArtifactIO(Listing(fails=True), lambda _: None).fetch("r", "cells.parquet", tmp_path)
 
 
 def test_through_mlflow_the_table_is_appended_consolidated_and_read_the_same(tmp_path):
@@ -158,3 +204,20 @@ def test_the_table_has_the_mode_of_mlflows_own_artifacts(tracking_uri, umask):
     assert mlflows == 0o666 & ~umask
     assert (consolidated, part) == (mlflows, mlflows), f"{consolidated:o}, {part:o}"
     assert list(table.read()["run_id"]) == ["r1", "r2"]
+
+
+def test_a_damaged_artifact_is_said_with_what_is_done_without_it_an_absent_one_is_not(
+    tmp_path, capsys
+):
+    import json
+
+    io_ = ArtifactIO(None, lambda run_id: tmp_path / run_id)
+    assert io_.load("run", "decisions.json", json.loads, "no decisions") is None
+    io_.write("run", "decisions.json", b'[{"group": ')  # cut short
+    assert io_.load("run", "decisions.json", json.loads, "no decisions") is None
+    assert capsys.readouterr().err == (
+        f"warning: {tmp_path}/run/decisions.json cannot be read (JSONDecodeError: Expecting "
+        "value: line 1 column 12 (char 11)); no decisions\n"
+    )
+    io_.write("run", "decisions.json", b"[1]")
+    assert io_.load("run", "decisions.json", json.loads, "no decisions") == [1]

@@ -23,9 +23,11 @@ from __future__ import annotations
 import datetime as _dt
 import importlib
 import importlib.util
+import traceback
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pandas as pd
@@ -80,11 +82,8 @@ def find_published(paths: Iterable[str]) -> Published:
             if candidate in tried:
                 continue
             tried.add(candidate)
-            try:
-                if importlib.util.find_spec(candidate) is None:
-                    continue
-                module = importlib.import_module(candidate)
-            except Exception:
+            module = _published_module(candidate)
+            if module is None:
                 continue
             return Published(
                 list(getattr(module, "PUBLISHED", [])),
@@ -94,6 +93,39 @@ def find_published(paths: Iterable[str]) -> Published:
                 candidate,
             )
     return Published()
+
+
+def _published_module(name: str) -> ModuleType | None:
+    """Module ``name`` (a ``published`` candidate), or None when there is none: no such
+    module, or a package above it that does not exist or is a plain module. Any other
+    failure to import it (a typo in the family's ``published.py``, an import inside it
+    that fails) is a :class:`ReportError` naming the file, not a report without the
+    published numbers."""
+    try:
+        if importlib.util.find_spec(name) is None:
+            return None
+        return importlib.import_module(name)
+    except ModuleNotFoundError as err:
+        if err.name is not None and (name == err.name or name.startswith(err.name + ".")):
+            return None
+        raise ReportError(_unimportable(name, err)) from None
+    except Exception as err:  # whatever a module raises as it runs: said below, naming it
+        raise ReportError(_unimportable(name, err)) from None
+
+
+def _unimportable(name: str, err: BaseException) -> str:
+    """One paragraph: which module failed, where (file and line) and why."""
+    where = ""
+    if isinstance(err, SyntaxError) and err.filename:
+        where = f" at {err.filename}:{err.lineno}"
+    elif err.__traceback__ is not None:
+        frame = traceback.extract_tb(err.__traceback__)[-1]
+        where = f" at {frame.filename}:{frame.lineno}"
+    return (
+        f"cannot read the published numbers: importing {name} failed{where}: "
+        f"{type(err).__name__}: {err}. Fix that module (a family without published numbers "
+        "has no published.py at all)"
+    )
 
 
 def _dotted_paths(loaded: Loaded) -> list[str]:

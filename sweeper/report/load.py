@@ -17,7 +17,6 @@ curves, metrics: sweeper/task.py) is the one recorded in the newest sweep's conf
 from __future__ import annotations
 
 import json
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +48,7 @@ from sweeper.task import Task, task_of_config
 MARKS = "marks"
 """The cells' column of marked steps: the values of params or config keys that contain the
 family's ``task.markers`` word (e.g. a switching environment's change points)."""
+WITHOUT = "the report goes on without it"
 
 
 class ReportError(ValueError):
@@ -135,37 +135,37 @@ def load_experiment(name: str, uri: str, configs: ConfigSearch | None = None) ->
             found.run, found.status, found.start_time = run, status, int(start)
 
     lean = len(parents) <= MAX_INDEX_PARENTS
-    with tempfile.TemporaryDirectory() as tmp:
-        for index, parent in enumerate(parents):
-            run_id = parent.info.run_id
-            config = _download_yaml(client, run_id, "config.yaml", Path(tmp) / f"{index}")
-            if config is not None:
-                configs.append(config)
-            found = _download_json(client, run_id, "decisions.json", Path(tmp) / f"d{index}")
-            decisions = found if isinstance(found, list) else decisions  # the newest sweep's
-            table = _download_table(client, run_id)
-            until = 0
-            if table is None:
-                notes.append(f"sweep run {run_id} has no {CELLS_TABLE}; its cells come from runs")
-            elif not _whole(table, parent):
-                notes.append(f"sweep run {run_id}'s table lost rows; its cells come from runs")
-            else:
-                flushed = number_or_none(parent.data.tags.get("table_until")) or 0
-                until = int(flushed) - CLOCK_MARGIN_MS
-            if table is not None:
-                for row in table.to_dict("records"):
-                    if row.get("run_id") and row.get("cell_key"):
-                        add(str(row["run_id"]), str(row.get("status")), row.get("start_time"), row)
-            if lean:  # only the runs logged after the table's last flush
-                delta = search_all(
-                    client,
-                    experiment_id,
-                    f"tags.`mlflow.parentRunId` = '{run_id}' and attributes.end_time >= "
-                    f"{max(until, 0)}",
-                )
-                for run in delta:
-                    if run.data.tags.get("cell_key"):
-                        add(run.info.run_id, run.info.status, run.info.start_time, run=run)
+    artifacts = run_artifacts(client)
+    for parent in parents:
+        run_id = parent.info.run_id
+        config = artifacts.load(run_id, "config.yaml", _yaml_mapping, WITHOUT)
+        if config is not None:
+            configs.append(config)
+        found = artifacts.load(run_id, "decisions.json", json.loads, WITHOUT)
+        decisions = found if isinstance(found, list) else decisions  # the newest sweep's
+        table = CellTable(artifacts, run_id).read()  # unreadable files: skipped, said
+        until = 0
+        if table is None:
+            notes.append(f"sweep run {run_id} has no {CELLS_TABLE}; its cells come from runs")
+        elif not _whole(table, parent):
+            notes.append(f"sweep run {run_id}'s table lost rows; its cells come from runs")
+        else:
+            flushed = number_or_none(parent.data.tags.get("table_until")) or 0
+            until = int(flushed) - CLOCK_MARGIN_MS
+        if table is not None:
+            for row in table.to_dict("records"):
+                if row.get("run_id") and row.get("cell_key"):
+                    add(str(row["run_id"]), str(row.get("status")), row.get("start_time"), row)
+        if lean:  # only the runs logged after the table's last flush
+            delta = search_all(
+                client,
+                experiment_id,
+                f"tags.`mlflow.parentRunId` = '{run_id}' and attributes.end_time >= "
+                f"{max(until, 0)}",
+            )
+            for run in delta:
+                if run.data.tags.get("cell_key"):
+                    add(run.info.run_id, run.info.status, run.info.start_time, run=run)
     if not lean:
         for run in search_all(client, experiment_id, "tags.cell_key != ''"):
             add(run.info.run_id, run.info.status, run.info.start_time, run=run)
@@ -290,40 +290,14 @@ def _attach_marks(client: MlflowClient, rows: list[dict], chosen: list, word: st
             continue
         signature = canonical_json({k: v for k, v in config.items() if k != "seed"})
         if signature not in asked and row.get("status") == "FINISHED":
-            run = candidate.run
-            try:
-                run = run if run is not None else client.get_run(candidate.run_id)
-                asked[signature] = _marks(run.data.params, config, word)
-            except Exception:
-                asked[signature] = _marks({}, config, word)
+            run = candidate.run if candidate.run is not None else client.get_run(candidate.run_id)
+            asked[signature] = _marks(run.data.params, config, word)
         row[MARKS] = asked.get(signature, [])
 
 
-def _download_json(client: MlflowClient, run_id: str, path: str, into: Path) -> Any:
-    """Artifact ``path`` of run ``run_id`` read as JSON, or None when it has none."""
-    try:
-        into.mkdir(parents=True, exist_ok=True)
-        return json.loads(Path(client.download_artifacts(run_id, path, str(into))).read_text())
-    except Exception:  # noqa: BLE001 - absent (a sweep without a seed budget)
-        return None
-
-
-def _download_yaml(client: MlflowClient, run_id: str, path: str, into: Path) -> dict | None:
-    try:
-        into.mkdir(parents=True, exist_ok=True)
-        local = client.download_artifacts(run_id, path, str(into))
-        loaded = yaml.safe_load(Path(local).read_text())
-        return loaded if isinstance(loaded, dict) else None
-    except Exception:
-        return None
-
-
-def _download_table(client: MlflowClient, run_id: str) -> pd.DataFrame | None:
-    """The sweep's table (its consolidated file and parts: sweeper/store/table.py), or None."""
-    try:
-        return CellTable(run_artifacts(client), run_id).read()
-    except Exception:
-        return None
+def _yaml_mapping(data: bytes) -> dict | None:
+    loaded = yaml.safe_load(data)
+    return loaded if isinstance(loaded, dict) else None
 
 
 def _config_keys(configs: list[dict[str, Any]]) -> set[str]:
@@ -411,13 +385,11 @@ def _cut(text: str) -> bool:
 
 
 def _whole_config(client: MlflowClient, run: Any) -> dict[str, Any] | None:
-    """The cell's whole config from its ``cell.npz`` (sweeper/cellnpz.py), or None."""
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            path = client.download_artifacts(run.info.run_id, CELL_ARTIFACT, tmp)
-            return unpack(Path(path).read_bytes())["config"]
-    except Exception:  # noqa: BLE001 - no cell.npz (a FAILED cell): the params it is
-        return None
+    """The cell's whole config from its ``cell.npz`` (sweeper/cellnpz.py), or None (a
+    FAILED cell has none: its params, cut to MLflow's length, are what there is)."""
+    instead = "its config is read from its run's params, cut to MLflow's length"
+    result = run_artifacts(client).load(run.info.run_id, CELL_ARTIFACT, unpack, instead)
+    return None if result is None else result["config"]
 
 
 def _marks(params: Mapping[str, str], config: Mapping[str, Any], word: str) -> list[float]:

@@ -33,7 +33,9 @@ import pandas as pd
 from omegaconf import DictConfig
 
 from sweeper import settings
+from sweeper.errors import StoreFailed
 from sweeper.store.cellruns import row_from_run
+from sweeper.store.failures import STORE_ERRORS
 from sweeper.store.index import IndexEntry, read_index
 from sweeper.store.lock import AdvisoryLock, Fence, Lease, LeaseLost, sqlite_path, store_lock
 from sweeper.store.migrate import Cells, carry_over
@@ -68,10 +70,11 @@ may wait for a store that does not answer: what it leaves, the next start settle
 
 def within(seconds: float, action: Callable[[], Any]) -> None:
     """``action()``, given up after ``seconds`` (it goes on in a daemon thread that dies with
-    the process): a store that hangs never holds the driver's exit; errors are ignored."""
+    the process): a store that hangs never holds the driver's exit; its errors are ignored
+    (the next start settles what it leaves)."""
 
     def attempt() -> None:
-        with suppress(Exception):
+        with suppress(*STORE_ERRORS):
             action()
 
     thread = threading.Thread(target=attempt, name="sweeper-cleanup", daemon=True)
@@ -262,7 +265,7 @@ class SweepStore:
 
         try:
             patiently("ending the sweep's parent run", end, self.patience_s, say)
-        except Exception as err:  # StoreFailed: recorded by the caller
+        except StoreFailed as err:  # recorded by the caller
             within(CLEANUP_S, lambda: parent.settle("FAILED"))
             return str(err)
         return ""

@@ -253,5 +253,5 @@ def _sanitise(value: float) -> tuple[bool, float]:
 def _user() -> str:
     try:
         return getpass.getuser()
-    except Exception:  # no user name in a container
+    except (KeyError, OSError, ImportError):  # no user name in a container (no passwd entry)
         return "unknown"

@@ -12,10 +12,8 @@ attributes it reads (:class:`CellLike`, :class:`OutcomeLike`), not by the driver
 from __future__ import annotations
 
 import json
-import tempfile
 import uuid
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -26,6 +24,7 @@ from sweeper.cells import flatten
 from sweeper.process import now_ms
 from sweeper.provenance import LIBRARIES_TAG, code_tags
 from sweeper.store.bulk import RunRecord
+from sweeper.store.table import ArtifactIO
 from sweeper.store.tracking import CELL_ARTIFACT, CURVE_POINTS, MAX_PARAM_LENGTH, Tracker
 
 
@@ -227,18 +226,11 @@ def row_from_run(tracker: Tracker, cell: CellLike, run: Any) -> dict[str, Any]:
 
 
 def _read_npz(tracker: Tracker, run_id: str, artifact_uri: str) -> dict[str, Any] | None:
-    """A cell's curves and trace back from its ``cell.npz``, or None."""
-    try:
-        local = tracker.artifact_dir(run_id, artifact_uri)
-        if local is not None:
-            data = (local / CELL_ARTIFACT).read_bytes()
-        else:
-            with tempfile.TemporaryDirectory() as tmp:
-                path = tracker.client.download_artifacts(run_id, CELL_ARTIFACT, tmp)
-                data = Path(path).read_bytes()
-        return unpack(data)
-    except Exception:  # noqa: BLE001 - missing or unreadable: the metrics are used instead
-        return None
+    """A cell's curves and trace back from its ``cell.npz``, or None (a FAILED cell has
+    none; a damaged one is said): then its logged metrics are used."""
+    artifacts = ArtifactIO(tracker.client, lambda _: tracker.artifact_dir(run_id, artifact_uri))
+    instead = "its curves are rebuilt from its logged metrics"
+    return artifacts.load(run_id, CELL_ARTIFACT, unpack, instead)
 
 
 def _curve_columns(result: Mapping[str, Any], declared: Iterable[str]) -> dict[str, Any]:

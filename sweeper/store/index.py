@@ -107,10 +107,7 @@ def read_index(tracker: Tracker, parents: list[Any] | None = None) -> ResumeInde
     marks: dict[str, int] = {}  # parent -> its table's mark, for those searched
     for parent in parents:
         run_id = parent.info.run_id
-        try:
-            tables = tracker.table(run_id).arrow(INDEX_COLUMNS)
-        except Exception:  # unreadable: the runs rebuild it
-            tables = []
+        tables = tracker.table(run_id).arrow(INDEX_COLUMNS)  # unreadable files: skipped, said
         whole = holds(tables, parent.data.tags.get(TABLE_RUNS))
         for table in tables:
             _index_table(table, run_id, index)

@@ -47,6 +47,7 @@ from typing import Any
 from sweeper.errors import StoreBusy, StoreFailed, SweepError
 from sweeper.process import driver_alive, now_ms, pid_alive
 from sweeper.store import mlflow_private
+from sweeper.store.failures import STORE_ERRORS
 
 HEARTBEAT_S = 10.0
 LEASE_EXPIRY_S = 60.0
@@ -207,13 +208,13 @@ class Lease:
         self.run_id = run.info.run_id
         others = [r for r in self._leases() if r.info.run_id != self.run_id]
         for mine in [r for r in others if r.data.tags.get("sweeper.driver") == self.driver]:
-            with suppress(Exception):  # an earlier attempt of this driver (a lost answer)
+            with suppress(*STORE_ERRORS):  # an earlier attempt of this driver (a lost answer)
                 self.client.set_terminated(mine.info.run_id, "KILLED")
                 self.client.delete_run(mine.info.run_id)
         others = [r for r in others if r.data.tags.get("sweeper.driver") != self.driver]
         live = [r for r in others if self.live(r)]
         for dead in (r for r in others if not self.live(r)):
-            with suppress(Exception):  # another driver may be clearing it too
+            with suppress(*STORE_ERRORS):  # another driver may be clearing it too
                 self.client.set_terminated(dead.info.run_id, "KILLED")
                 self.client.delete_run(dead.info.run_id)
         if live:
@@ -232,7 +233,7 @@ class Lease:
 
     def _beat(self) -> None:
         while not self._stop.wait(self.heartbeat_s):
-            with suppress(Exception):  # a store that fails is the driver's to report
+            with suppress(*STORE_ERRORS):  # a store that fails is the driver's to report
                 sent = time.monotonic()
                 self.client.set_tag(self.run_id, "sweeper.heartbeat", str(now_ms()))
                 self.beaten = sent  # a lease another driver took is deleted: no tag set
@@ -253,7 +254,7 @@ class Lease:
         self.beaten = time.monotonic()
 
     def _drop(self) -> None:
-        with suppress(Exception):
+        with suppress(*STORE_ERRORS):  # best effort: a lease left behind expires
             self.client.set_terminated(self.run_id, "FINISHED")
             self.client.delete_run(self.run_id)
 
@@ -427,13 +428,15 @@ class AdvisoryLock:
             self.connection.execute(sa.text("select 1")).scalar()
             self.connection.commit()
             return
-        except Exception:  # noqa: BLE001 - the session is gone: take the lock again
+        except sa.exc.SQLAlchemyError:  # the session is gone: take the lock again
             self.release()
         self.acquire()  # a store that is away raises here: the caller waits for it
 
     def release(self) -> None:
+        import sqlalchemy as sa
+
         if self.connection is not None:
-            with suppress(Exception):
+            with suppress(sa.exc.SQLAlchemyError):  # a session the server dropped already
                 self.connection.close()
             self.connection = None
         if self.engine is not None:
@@ -625,9 +628,10 @@ def known_revision(revision: str) -> bool:
     """Whether this MLflow's migrations know the schema revision ``revision`` (a store made
     by a newer MLflow has one they do not)."""
     from alembic.script import ScriptDirectory
+    from alembic.util import CommandError
 
     config = mlflow_private.get("alembic_config")(db_url="")
     try:
         return ScriptDirectory.from_config(config).get_revision(revision) is not None
-    except Exception:  # noqa: BLE001 - alembic's "can't locate revision"
+    except CommandError:  # "Can't locate revision identified by ..."
         return False

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from contextlib import suppress
 from typing import Any
 
 import pandas as pd
@@ -19,6 +20,7 @@ from mlflow.entities import Metric
 from sweeper.errors import StoreBusy
 from sweeper.process import driver_alive, now_ms
 from sweeper.provenance import LIBRARIES_TAG, changed_libraries, code_tags, installed_libraries
+from sweeper.store.failures import STORE_ERRORS
 from sweeper.store.table import CellTable
 from sweeper.store.tracking import TABLE_RUNS, Tracker, number_or_none
 
@@ -111,12 +113,9 @@ class SweepRun:
         return self._table_runs
 
     def rows(self, columns: list[str] | None = None) -> pd.DataFrame | None:
-        """Every row of the table (each run once), or None when it has none or cannot be
-        read (then the runs rebuild it)."""
-        try:
-            return self.table.read(columns)
-        except Exception:  # noqa: BLE001 - unreadable: the runs rebuild it
-            return None
+        """Every row of the table (each run once), or None when it has none (a file that
+        cannot be read is skipped, and said: the runs rebuild its rows)."""
+        return self.table.read(columns)
 
     def finish(
         self,
@@ -140,10 +139,8 @@ class SweepRun:
     def settle(self, status: str) -> None:
         """End the run of a sweep that stopped abnormally; best effort (the store itself
         may be what failed: then the next start settles it)."""
-        try:
+        with suppress(*STORE_ERRORS):  # nothing more to do; the original error follows
             self.tracker.client.set_terminated(self.run_id, status)
-        except Exception:  # noqa: BLE001 - nothing more to do; the original error follows
-            pass
 
 
 def _refuse_a_second_driver(run: Any, driver: str) -> None:

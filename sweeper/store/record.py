@@ -13,7 +13,7 @@ each write is retried with a backoff doubling from 1 s to 30 s, said on the prog
 for up to ``tracking.patience_s`` seconds; past that the sweep stops cleanly
 (:class:`~sweeper.store.tracking.StoreFailed`, exit status 3, the resume command printed). Only
 errors that a restart explains are waited for (a refused or dropped connection, a busy
-database); a full disk or a bad schema stops the sweep at once.
+database: :mod:`sweeper.store.failures`); a full disk or a bad schema stops the sweep at once.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
+import tenacity
 from omegaconf import DictConfig
 
 from sweeper import memory
@@ -32,10 +33,11 @@ from sweeper.process import now_ms
 from sweeper.settings import redact
 from sweeper.store.bulk import BulkWriter, RunRecord, database_of
 from sweeper.store.cellruns import CellLike, OutcomeLike, discard_attempts, log_record, record_of
+from sweeper.store.failures import STORE_ERRORS, transient
 from sweeper.store.lock import Fence
 from sweeper.store.parent import SweepRun
 from sweeper.store.settle import pending
-from sweeper.store.tracking import STORE_ERRORS, Tracker
+from sweeper.store.tracking import Tracker
 
 T = TypeVar("T")
 Logged = tuple[CellLike, OutcomeLike, dict[str, Any]]
@@ -46,45 +48,12 @@ Received = tuple[CellLike, OutcomeLike, list[str], int]
 BACKOFF_S = (1.0, 30.0)
 ATTEMPT_TAG = "sweeper.record_id"
 """The tag naming a run's record through MLflow's API (the id the driver chose for it)."""
-TRANSIENT = (
-    "connection refused",
-    "could not connect",
-    "connection reset",
-    "server closed the connection",
-    "terminating connection",
-    "connection is closed",
-    "connection not open",
-    "max retries exceeded",
-    "remotedisconnected",
-    "connection aborted",
-    "database is locked",
-    "the connection is lost",
-    "consuming input failed",
-    "the database system is starting up",
-    "the database system is shutting down",
-    "the database system is not yet accepting connections",
-    "the database system is not accepting connections",
-    "the database system is in recovery mode",
-    "code 502",
-    "code 503",
-    "code 504",
-    "bad gateway",
-    "service unavailable",
-    "gateway timeout",
-)
-"""Words of the errors a restarting server or database gives (waited for)."""
 
 
 class Says(Protocol):
     """Where waiting for the store is said (the driver's progress line is one)."""
 
     def message(self, text: str) -> None: ...
-
-
-def transient(err: BaseException) -> bool:
-    """True for an error a store restart explains (see :data:`TRANSIENT`)."""
-    text = f"{type(err).__name__}: {err}".lower()
-    return any(word in text for word in TRANSIENT)
 
 
 @dataclass
@@ -123,7 +92,10 @@ def open_writer(batching: Batching, tracker: Tracker) -> BulkWriter | None:
     try:
         writer = BulkWriter(batching.database, tracker.experiment_id, tracker.artifact_location)
         found = writer.experiment_name()
-    except Exception as err:  # a wrong URI, a database down, a missing driver, a schema
+    except SweepError:  # said already (MlflowChanged: a private name of MLflow missing)
+        raise
+    except (*STORE_ERRORS, ImportError, ValueError) as err:  # a wrong URI or port, a database
+        # down, a missing driver, a schema of another MLflow
         # Through a tracking server, its MLflow writes the runs (its schema is its own);
         # a database tracking.uri is read by this MLflow either way: no way around it.
         way_out = (
@@ -269,7 +241,7 @@ class Recorder:
         left: list[Logged] = []
         try:
             left = self._wait()
-        except BaseException:  # noqa: BLE001 - its recorded part is in the cut
+        except (StoreFailed, KeyboardInterrupt):  # its recorded part is in the cut
             pass
         self.thread.shutdown(wait=True)
         if self.pool is not None:
@@ -371,26 +343,49 @@ class Recorder:
 def patiently(
     what: str, action: Callable[[], T], patience_s: float, progress: Says, stop: Any = None
 ) -> T:
-    """``action()``, retried with a doubling backoff while the store is away (a transient
-    error), for up to ``patience_s`` seconds, saying so on the progress line; then
-    :class:`StoreFailed`. A Ctrl-C (``stop.requested``) ends the wait."""
-    started, delay = time.monotonic(), BACKOFF_S[0]
-    while True:
-        try:
-            return action()
-        except STORE_ERRORS as err:
-            waited = time.monotonic() - started
-            reason = " ".join(str(err).split())[:200]
-            if not transient(err) or waited + delay > patience_s:
-                extra = f" (waited {waited:.0f} s: tracking.patience_s)" if waited else ""
-                raise StoreFailed(f"{what}: {type(err).__name__}: {reason}{extra}") from err
-            progress.message(
-                f"the MLflow store does not answer ({reason[:120]}); retrying in {delay:.0f} s "
-                f"(waited {waited:.0f} s of tracking.patience_s={patience_s:.0f})"
-            )
-            deadline = time.monotonic() + delay
-            while time.monotonic() < deadline:
-                if stop is not None and stop.requested:
-                    raise KeyboardInterrupt from err
-                time.sleep(0.1)
-            delay = min(2 * delay, BACKOFF_S[1])
+    """``action()``, retried while the store is away (:func:`~sweeper.store.failures.transient`)
+    with a backoff doubling from ``BACKOFF_S[0]`` to ``BACKOFF_S[1]`` seconds, each wait said
+    on the progress line, as long as the next wait would end within ``patience_s`` seconds of
+    the first attempt; then, or at once for another store error, :class:`StoreFailed`. A
+    Ctrl-C (``stop.requested``) ends the wait."""
+    started = time.monotonic()
+    retrying = tenacity.Retrying(
+        retry=tenacity.retry_if_exception(_waited_for),
+        wait=tenacity.wait_exponential(min=BACKOFF_S[0], max=BACKOFF_S[1]),
+        stop=tenacity.stop_before_delay(patience_s),
+        before_sleep=lambda state: progress.message(_waiting(state, patience_s)),
+        sleep=lambda seconds: _sleep(seconds, stop),
+        reraise=True,
+    )
+    try:
+        return retrying(action)
+    except STORE_ERRORS as err:
+        waited = time.monotonic() - started if retrying.statistics.get("idle_for") else 0.0
+        extra = f" (waited {waited:.0f} s: tracking.patience_s)" if waited else ""
+        raise StoreFailed(f"{what}: {type(err).__name__}: {_reason(err)}{extra}") from err
+
+
+def _waited_for(err: BaseException) -> bool:
+    return isinstance(err, STORE_ERRORS) and transient(err)
+
+
+def _waiting(state: tenacity.RetryCallState, patience_s: float) -> str:
+    """The progress line's word on a wait for the store."""
+    reason = _reason(state.outcome.exception())[:120]
+    return (
+        f"the MLflow store does not answer ({reason}); retrying in {state.upcoming_sleep:.0f} s "
+        f"(waited {state.seconds_since_start:.0f} s of tracking.patience_s={patience_s:.0f})"
+    )
+
+
+def _sleep(seconds: float, stop: Any) -> None:
+    """Sleep ``seconds``, ended by a Ctrl-C (``stop.requested``: KeyboardInterrupt)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if stop is not None and stop.requested:
+            raise KeyboardInterrupt
+        time.sleep(0.1)
+
+
+def _reason(err: BaseException | None) -> str:
+    return " ".join(str(err).split())[:200]

@@ -22,6 +22,7 @@ from typing import Any
 from mlflow.exceptions import MlflowException
 
 from sweeper.process import driver_alive, now_ms
+from sweeper.store.failures import STORE_ERRORS
 from sweeper.store.index import IndexEntry, ResumeIndex
 from sweeper.store.result import result_of
 from sweeper.store.tracking import Tracker
@@ -81,7 +82,7 @@ def settle_own(tracker: Tracker, parent_id: str | None = None) -> int:
             tracker.client.set_tag(run.info.run_id, "sweeper.reaped", "its driver was stopped")
             tracker.client.set_terminated(run.info.run_id, "KILLED")
         return len(own)
-    except Exception:  # noqa: BLE001 - the next start settles them
+    except STORE_ERRORS:  # the store is what failed: the next start settles them
         return 0
 
 

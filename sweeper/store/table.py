@@ -19,10 +19,11 @@ import re
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterable, Sequence
+import zipfile
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlparse
 
 import numpy as np
@@ -30,8 +31,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import yaml
 
 from sweeper import memory
+from sweeper.errors import warn
 from sweeper.store.result import results
 
 CELLS_TABLE = "cells.parquet"
@@ -39,6 +42,13 @@ PARTS = "cells"
 PART = re.compile(r"part-(\d{6})\.parquet$")
 THROUGH = b"sweeper.parts_through"
 BATCH_ROWS = 256  # rows read at a time when consolidating
+UNPARSABLE = (OSError, ValueError, EOFError, zipfile.BadZipFile, yaml.YAMLError)
+"""What reading a damaged JSON, YAML or npz artifact raises (a JSON or Unicode error is a
+ValueError)."""
+T = TypeVar("T")
+UNREADABLE = (pa.ArrowException, OSError)
+"""What pyarrow raises for a file that is not a whole parquet file (ArrowInvalid) or that
+cannot be read (a permission, an I/O error)."""
 
 
 def local_artifact_dir(artifact_uri: str) -> Path | None:
@@ -90,14 +100,30 @@ class ArtifactIO:
 
     def fetch(self, run_id: str, path: str, into: Path) -> Path | None:
         """A local path to artifact ``path``: itself when local, else downloaded into
-        ``into``; None when it is absent."""
+        ``into``; None when it is absent. (Absence is asked of the listing: MLflow's
+        download says "does not exist" for any failure, a server that is away included.)"""
         local = self.local_dir(run_id)
         if local is not None:
             return local / path if (local / path).is_file() else None
-        try:
-            return Path(self.client.download_artifacts(run_id, path, str(into)))
-        except Exception:  # absent
+        folder, _, name = path.rpartition("/")
+        if name not in self.names(run_id, folder):
             return None
+        return Path(self.client.download_artifacts(run_id, path, str(into)))
+
+    def load(self, run_id: str, path: str, parse: Callable[[bytes], T], instead: str) -> T | None:
+        """Artifact ``path`` read by ``parse``, or None when the run has none; one that cannot
+        be read (damaged, unreadable) is said, with ``instead``: what is done without it."""
+        with tempfile.TemporaryDirectory() as tmp:
+            local = self.fetch(run_id, path, Path(tmp))
+            if local is None:
+                return None
+            try:
+                return parse(local.read_bytes())
+            except UNPARSABLE as err:
+                reason = " ".join(str(err).split())[:200]
+                where = local if self.local_dir(run_id) is not None else f"{path} of run {run_id}"
+                warn(f"{where} cannot be read ({type(err).__name__}: {reason}); {instead}")
+                return None
 
     def put(self, run_id: str, path: str, file: Path) -> None:
         """Move the local ``file`` into place as artifact ``path`` (atomically when local)."""
@@ -117,10 +143,7 @@ class ArtifactIO:
         if local is not None:
             directory = local / folder
             return sorted(p.name for p in directory.iterdir()) if directory.is_dir() else []
-        try:
-            return sorted(Path(f.path).name for f in self.client.list_artifacts(run_id, folder))
-        except Exception:
-            return []
+        return sorted(Path(f.path).name for f in self.client.list_artifacts(run_id, folder or None))
 
     def delete(self, run_id: str, paths: Iterable[str]) -> None:
         """Delete local artifacts; on a remote artifact store they stay (readers skip them)."""
@@ -166,8 +189,9 @@ class CellTable:
             numbers = [n for n in self._part_numbers() if n > through]
             if not numbers:
                 return
-            files = [self._fetch(CELLS_TABLE, tmp), *(self._fetch(_part(n), tmp) for n in numbers)]
-            sources = [p for p in files if p is not None and _open(p) is not None]
+            files = [(CELLS_TABLE, self._fetch(CELLS_TABLE, tmp))]
+            files += [(_part(n), self._fetch(_part(n), tmp)) for n in numbers]
+            sources = [p for name, p in files if self._open(name, p) is not None]
             schema = pa.unify_schemas(
                 [pq.read_schema(p) for p in sources], promote_options="permissive"
             ).remove_metadata()
@@ -209,9 +233,8 @@ class CellTable:
         row: a cell re-keyed by sweeper/store/migrate.py gets a new row for the same run); None
         when the sweep has no table (a part truncated by a kill is skipped)."""
         with tempfile.TemporaryDirectory() as tmp:
-            files = self._files(tmp)
-            frames = [_frame(p, columns) for p in files if p is not None]
-        frames = [f for f in frames if f is not None]
+            tables = [self._read(name, path, columns) for name, path in self._files(tmp)]
+        frames = [t.to_pandas() for t in tables if t is not None]
         if not frames:
             return None
         table = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
@@ -223,13 +246,8 @@ class CellTable:
         """``columns`` of every file of the table (consolidated, then the parts), as Arrow
         tables, not de-duplicated: the resume index's fast read."""
         with tempfile.TemporaryDirectory() as tmp:
-            files = self._files(tmp)
-            opened = [_open(p) for p in files if p is not None]
-            return [
-                f.read(columns=[c for c in columns if c in f.schema_arrow.names])
-                for f in opened
-                if f is not None
-            ]
+            tables = [self._read(name, path, columns) for name, path in self._files(tmp)]
+        return [t for t in tables if t is not None]
 
     def current(self, columns: Sequence[str] | None = None) -> pd.DataFrame | None:
         """One row per cell: its result's row (:func:`sweeper.store.result.results`)."""
@@ -245,11 +263,12 @@ class CellTable:
         found = (PART.search(name) for name in self.io.names(self.run_id, PARTS))
         return sorted(int(m.group(1)) for m in found if m)
 
-    def _files(self, tmp: str | Path) -> list[Path | None]:
-        """Local paths of the consolidated file, then of the parts it does not hold."""
+    def _files(self, tmp: str | Path) -> list[tuple[str, Path | None]]:
+        """The consolidated file, then the parts it does not hold: each one's artifact
+        path and local path (None: absent)."""
         through = self._through(Path(tmp))
-        files = [self._fetch(CELLS_TABLE, tmp)]
-        return files + [self._fetch(_part(n), tmp) for n in self._part_numbers() if n > through]
+        names = [CELLS_TABLE, *(_part(n) for n in self._part_numbers() if n > through)]
+        return [(name, self._fetch(name, tmp)) for name in names]
 
     def _fetch(self, path: str, tmp: str | Path) -> Path | None:
         into = Path(tmp) / path.replace("/", "_")
@@ -257,14 +276,45 @@ class CellTable:
 
     def _through(self, tmp: Path) -> int:
         """The last part the consolidated file holds (0: none, or no consolidated file)."""
-        path = self._fetch(CELLS_TABLE, tmp)
+        file = self._open(CELLS_TABLE, self._fetch(CELLS_TABLE, tmp))
+        if file is None:
+            return 0
+        return int((file.schema_arrow.metadata or {}).get(THROUGH, b"0"))
+
+    def _open(self, name: str, path: Path | None) -> pq.ParquetFile | None:
+        """File ``name`` of the table opened; None when it is absent, or cannot be read
+        (said: :meth:`_unreadable`)."""
         if path is None:
-            return 0
+            return None
         try:
-            metadata = pq.read_schema(path).metadata or {}
-        except Exception:
-            return 0
-        return int(metadata.get(THROUGH, b"0"))
+            return pq.ParquetFile(path)
+        except UNREADABLE as err:
+            self._unreadable(name, path, err)
+            return None
+
+    def _read(self, name: str, path: Path | None, columns: Sequence[str] | None) -> pa.Table | None:
+        """``columns`` (those it has; None: all) of file ``name``, or None (see :meth:`_open`)."""
+        file = self._open(name, path)
+        if file is None:
+            return None
+        wanted = None if columns is None else [c for c in columns if c in file.schema_arrow.names]
+        try:
+            return file.read(columns=wanted)
+        except UNREADABLE as err:
+            self._unreadable(name, path, err)
+            return None
+
+    def _unreadable(self, name: str, path: Path, err: BaseException) -> None:
+        """Say that a file of the table cannot be read (a part cut short by a kill while it
+        was uploaded, a damaged disk, a permission): it is skipped, its cells' rows rebuilt
+        from their runs, as for a table that lost a part."""
+        local = self.io.local_dir(self.run_id)
+        where = str(path) if local is not None else f"artifact {name} of run {self.run_id}"
+        reason = " ".join(str(err).split())[:200]
+        warn(
+            f"the sweep's table file {where} cannot be read ({type(err).__name__}: {reason}); "
+            "it is skipped, and the cells it holds are read from their MLflow runs"
+        )
 
 
 def holds(tables: Sequence[pa.Table], runs: Any) -> bool:
@@ -286,21 +336,6 @@ def holds(tables: Sequence[pa.Table], runs: Any) -> bool:
 
 def _part(number: int) -> str:
     return f"{PARTS}/part-{number:06d}.parquet"
-
-
-def _open(path: Path) -> pq.ParquetFile | None:
-    try:
-        return pq.ParquetFile(path)
-    except Exception:  # truncated by a kill mid-write: its runs are found by the index
-        return None
-
-
-def _frame(path: Path, columns: Sequence[str] | None) -> pd.DataFrame | None:
-    file = _open(path)
-    if file is None:
-        return None
-    wanted = None if columns is None else [c for c in columns if c in file.schema_arrow.names]
-    return file.read(columns=wanted).to_pandas()
 
 
 def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sqlite3
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
@@ -25,11 +24,10 @@ from urllib.request import urlopen
 import numpy as np
 from mlflow import MlflowClient
 from mlflow.entities import RunTag, ViewType
-from mlflow.exceptions import MlflowException
-from sqlalchemy.exc import SQLAlchemyError
 
 from sweeper.errors import StoreFailed, SweepError
 from sweeper.process import driver_id
+from sweeper.store.failures import STORE_ERRORS
 from sweeper.store.lock import prepare_sqlite_store, sqlite_path
 from sweeper.store.table import ArtifactIO, CellTable, local_artifact_dir
 from sweeper.task import GENERIC, Task
@@ -117,15 +115,6 @@ def _check_free(directory: Path, needed: int, path: Path, uri: str) -> None:
             f"{free / 1024:.0f} kB free, less than the {needed >> 20} MB a sweep needs there: "
             "free disk space, or point tracking.uri at another disk"
         )
-
-
-STORE_ERRORS: tuple[type[BaseException], ...] = (
-    MlflowException,
-    SQLAlchemyError,
-    sqlite3.Error,
-    OSError,
-)
-"""What a failing store raises through MLflow (an HTTP error is an ``OSError`` too)."""
 
 
 class _OneParagraph(logging.Filter):
