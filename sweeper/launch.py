@@ -359,7 +359,8 @@ def _receive(generator: Any, in_flight: dict[Any, _Slot], max_retries: int) -> I
     slot = in_flight[generator]
     try:
         value = ray.get(next(generator))
-    except Exception as err:  # the worker died more often than max_retries, or a lost node
+    except ray.exceptions.RayError as err:  # the worker died more often than max_retries,
+        # a lost node or object, out of memory, a cancelled task
         del in_flight[generator]
         if slot.started is None:  # e.g. the raylet died with the cell still queued
             how = "the cell never started"

@@ -425,7 +425,9 @@ def validate(cells: Sequence[Cell]) -> None:
         seen.add(signature)
         try:
             check(cell.config)
-        except Exception as err:
+        except (ValueError, TypeError, KeyError, OSError, ImportError) as err:
+            # what a validator says of bad input (a value, a type, a missing file or
+            # _target_); any other exception is a bug in it, and shows its traceback
             raise SweepError(f"invalid cell {cell.label}: {err}") from err
 
 
