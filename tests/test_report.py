@@ -20,7 +20,7 @@ from sweeper.configs import ConfigSearch
 from sweeper.paths import CONF_DIR
 from sweeper.report import build_report
 from sweeper.report.__main__ import main as report_main
-from sweeper.report.load import ReportError
+from sweeper.report.load import ReportError, load_experiment
 from sweeper.store.parent import SweepRun
 from sweeper.store.tracking import Tracker
 from sweeper.sweep import run_sweep
@@ -293,3 +293,20 @@ def test_a_missing_store_is_a_clear_error(tmp_path, monkeypatch):
 def test_an_unknown_reference_is_a_clear_error(uri, tmp_path):
     with pytest.raises(ReportError, match="reference tuner 'op' has no cells"):
         build_report("rep_main", tmp_path, uri, reference="op")
+
+
+def test_a_sweep_recorded_before_the_task_block_is_read_with_its_familys_file(
+    composer, tracking_uri
+):
+    """A sweep's config.yaml from before the task block carries no ``task``: the report
+    finds the family from the config search path by the config's cell function."""
+    overrides = ["task=toy", "seeds=2", "horizon=10", "launcher.name=local",
+                 f"tracking.uri={tracking_uri}", "experiment.name=old"]  # fmt: skip
+    result = run_sweep(composer(overrides), composer, overrides, out=io.StringIO())
+    client = MlflowClient(tracking_uri)
+    path = client.download_artifacts(result.parent_run_id, "config.yaml")
+    config = OmegaConf.to_container(OmegaConf.load(path))
+    del config["task"]
+    client.log_text(result.parent_run_id, OmegaConf.to_yaml(config), "config.yaml")
+    loaded = load_experiment("old", tracking_uri, ConfigSearch.with_dirs())
+    assert "task" not in loaded.config and loaded.task.name == "toy" and len(loaded.cells) == 2

@@ -116,7 +116,7 @@ def load_experiment(name: str, uri: str, configs: ConfigSearch | None = None) ->
         search_all(client, experiment_id, "tags.role = 'sweep'"), key=lambda r: r.info.start_time
     )
     notes: list[str] = []
-    configs: list[dict[str, Any]] = []
+    sweep_configs: list[dict[str, Any]] = []  # each sweep's config.yaml, oldest first
     decisions: list[dict[str, Any]] = []
     candidates: dict[str, _Candidate] = {}
     order = 0
@@ -140,7 +140,7 @@ def load_experiment(name: str, uri: str, configs: ConfigSearch | None = None) ->
         run_id = parent.info.run_id
         config = artifacts.load(run_id, "config.yaml", _yaml_mapping, WITHOUT)
         if config is not None:
-            configs.append(config)
+            sweep_configs.append(config)
         found = artifacts.load(run_id, "decisions.json", json.loads, WITHOUT)
         decisions = found if isinstance(found, list) else decisions  # the newest sweep's
         table = CellTable(artifacts, run_id).read()  # unreadable files: skipped, said
@@ -171,8 +171,8 @@ def load_experiment(name: str, uri: str, configs: ConfigSearch | None = None) ->
             add(run.info.run_id, run.info.status, run.info.start_time, run=run)
 
     chosen, unfinished, superseded = _choose(candidates.values())
-    top_keys = _config_keys(configs)
-    newest = configs[-1] if configs else {}
+    top_keys = _config_keys(sweep_configs)
+    newest = sweep_configs[-1] if sweep_configs else {}
     task = task_of_config(newest, configs or ConfigSearch.with_dirs())
     rows, rebuilt = [], 0
     for candidate in chosen:
@@ -220,7 +220,7 @@ def load_experiment(name: str, uri: str, configs: ConfigSearch | None = None) ->
         uri=uri,
         cells=cells,
         config=newest,
-        grid=_grid_axes(configs),
+        grid=_grid_axes(sweep_configs),
         sweeps=len(parents),
         task=task,
         description=str((newest.get("experiment") or {}).get("description") or ""),
