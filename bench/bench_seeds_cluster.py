@@ -15,12 +15,14 @@ would cost on an idle cluster of that many CPUs, not a measurement of a live swe
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import heapq
 from pathlib import Path
 
 import pandas as pd
 from bench_seeds_main import BUDGET, CELLS, TASK, _cells
+from harness import Bench
 
 from sweeper.adaptive import AdaptiveSeeds
 from sweeper.launch import Fixed
@@ -82,6 +84,10 @@ def runs(table: pd.DataFrame, cpus: int) -> dict[str, Run]:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+    bench = Bench(libraries=("numpy", "pandas"))
     table = pd.read_csv(CELLS)
     table = table[table["status"] == "FINISHED"]
     budget: SeedBudget = BUDGET
@@ -95,9 +101,7 @@ def main() -> None:
                 f"{run.wall_s / 60:.1f} | {run.wall_s / fixed.wall_s:.2f} | {run.busy(cpus):.0%} |"
             )
     lines = [
-        "# Seeds until decided on a cluster: `main` simulated from its published cells",
-        "",
-        f"`python bench/bench_seeds_cluster.py`. Budget: min {budget.min}, max {budget.max}, "
+        f"Budget: min {budget.min}, max {budget.max}, "
         f"step {budget.step}, alpha {budget.alpha}, precision {budget.precision}; "
         f"{len(table)} cells at 20 seeds, each lasting its published wall time "
         "(docs/results/main/cells.csv, measured on a 2-core machine); at most "
@@ -107,9 +111,9 @@ def main() -> None:
         "| CPUs | sweep | cells run | CPU min | wall min | wall / fixed | CPUs busy |",
         "|---|---|---|---|---|---|---|",
         *rows,
-        "",
     ]
-    OUT.write_text("\n".join(lines))
+    title = "# Seeds until decided on a cluster: `main` simulated from its published cells"
+    bench.write(args.out, title, lines)
     print("\n".join(lines))
 
 
