@@ -204,7 +204,10 @@ def cell(
             "name": sampler,
         },
         "procedure": {"_target_": "tasks.opl_hpo.procedures.CIRHPO", "name": "cir_hpo"},
-        "estimator": {"_target_": f"tasks.opl_hpo.estimators.{estimator}", "name": estimator.lower()},
+        "estimator": {
+            "_target_": f"tasks.opl_hpo.estimators.{estimator}",
+            "name": estimator.lower(),
+        },
         "policy_space": {"_target_": "tasks.opl_hpo.policy.PolicySpace", "solver": solver},
     }
     return lambda: run_cell(config)
