@@ -59,3 +59,18 @@ def test_a_figure_wider_than_the_page_is_reported(tmp_path):
     assert not check.ok
     (tmp_path / "index.html").write_text('<html><body><img src="wide.png"></body></html>')
     assert check_page(tmp_path / "index.html").overflow  # no max-width: it scrolls sideways
+
+
+def test_a_table_wider_than_the_window_scrolls_in_its_box_not_the_page(tmp_path):
+    from sweeper.report.html import page
+    from sweeper.report.tables import Table
+
+    header = ["setting"] + [f"beta0={b}, Baseline [001 Table V(pi0)]" for b in range(24)]
+    wide = Table("wide", "Ours beside the paper's", "", header, [["TPE"] + ["0.412"] * 24])
+    (tmp_path / "index.html").write_text(page("wide", [], [], [(wide, [])], []))
+    check = check_page(tmp_path / "index.html")
+    assert not check.overflow and check.ok
+    (tmp_path / "index.html").write_text(
+        page("wide", [], [], [(wide, [])], []).replace('class="scroll"', "")
+    )
+    assert check_page(tmp_path / "index.html").overflow  # without its box the page would scroll

@@ -21,6 +21,7 @@ td.pub, th.pub { background: #eef4fb; color: #2a4a6b; }
 .caption { max-width: 1100px; } .footnotes { font-size: 0.85rem; color: #444; }
 figure { margin: 1rem 0; } figure img { max-width: 100%; border: 1px solid #eee; }
 figcaption { color: #444; font-size: 0.9rem; } .files a { margin-right: 0.8rem; }
+.scroll { overflow-x: auto; max-width: 100%; }
 """
 
 
@@ -42,7 +43,12 @@ def table_html(table: Table, files: Sequence[str] = ()) -> str:
                     inner = f"<b>{inner}</b>"
                 cells.append(f"<td{' class=pub' if j in published else ''}>{inner}</td>")
             body.append(f"<tr>{''.join(cells)}</tr>")
-        parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
+        # a table wider than the window (ours beside the paper's, per beta0) scrolls in its own
+        # box: the page itself never scrolls sideways
+        parts.append(
+            f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(body)}</tbody></table></div>"
+        )
     else:
         parts.append("<p><em>(none)</em></p>")
     if table.footnotes:
