@@ -218,18 +218,26 @@ def test_an_error_inside_the_sweep_never_leaves_its_parent_running(
 
 
 def test_a_lost_cell_says_whether_it_ever_started():
+    from ray.exceptions import NodeDiedError
+
     from sweeper.cells import Cell
     from sweeper.launch import _receive, _Slot
 
-    def lost():
-        raise RuntimeError("the raylet died")
+    def lost(error):
+        raise error
         yield  # pragma: no cover
 
     cell = Cell({"cell": "sweeper.toy.toy_cell", "seed": 0})
-    queued, started = lost(), lost()
+    queued, started = lost(NodeDiedError("the raylet died")), lost(NodeDiedError("the raylet died"))
     in_flight = {queued: _Slot(cell), started: _Slot(cell, started=time.time())}
     (never,) = _receive(queued, in_flight, max_retries=2)
     (tried,) = _receive(started, in_flight, max_retries=2)
-    assert "(the cell never started): the raylet died" in never.outcome.error
+    assert "NodeDiedError (the cell never started): the raylet died" in never.outcome.error
     assert "(after up to 3 attempt(s)): the raylet died" in tried.outcome.error
     assert not in_flight
+    # an error that is not Ray's is a fault of the driver's own code: it is raised, not
+    # recorded as the cell's failure
+    ours = lost(KeyError("node_ip"))
+    in_flight[ours] = _Slot(cell)
+    with pytest.raises(KeyError, match="node_ip"):
+        list(_receive(ours, in_flight, max_retries=2))
