@@ -84,14 +84,16 @@ def test_rerun_no_is_false_and_rerun_yes_recomputes(composer, tracking_uri):
     assert _sweep(composer, *args, "rerun=yes").finished == 2
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root (docs/faults.md)")
 def test_a_full_disk_is_refused_before_a_lock_file_exists(composer, tmp_path):
-    disk = tmp_path / "full"
+    disk = tmp_path / "full"  # a real full disk, never a mocked one
     disk.mkdir()
     mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)], capture_output=True
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)],
+        capture_output=True,
+        text=True,
     )
-    if mounted.returncode != 0:
-        pytest.skip("needs a small tmpfs (root): a real full disk, never a mocked one")
+    assert mounted.returncode == 0, f"as root, mounting a tmpfs failed: {mounted.stderr}"
     try:
         with pytest.raises(SweepError, match=r"kB free, less than the 8 MB .* free disk space"):
             _sweep(composer, f"tracking.uri=sqlite:///{disk}/mlflow.db", "experiment.name=d")
