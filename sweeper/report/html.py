@@ -43,8 +43,8 @@ def table_html(table: Table, files: Sequence[str] = ()) -> str:
                     inner = f"<b>{inner}</b>"
                 cells.append(f"<td{' class=pub' if j in published else ''}>{inner}</td>")
             body.append(f"<tr>{''.join(cells)}</tr>")
-        # a table wider than the window (ours beside the paper's, per beta0) scrolls in its own
-        # box: the page itself never scrolls sideways
+        # a table wider than the window (many settings, each beside its published value)
+        # scrolls in its own box: the page itself never scrolls sideways
         parts.append(
             f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
             f"<tbody>{''.join(body)}</tbody></table></div>"
