@@ -54,7 +54,7 @@ LINUCB_ROWS: list[tuple[str, list[str]]] = [
     ("tl", ["tuner=tl"]),
     ("cdt", ["tuner=cdt"]),
     ("cdt_released", ["tuner=cdt_released"]),
-    ("cdt_released on [0, 5]", ["tuner=cdt_released", "space.interval=[0,5]"]),
+    ("cdt_released on [0, 5]", ["tuner=cdt_released", "tuner.interval=[0.0,5.0]"]),
     (
         "cdt (ts_constant=pi/2, tau0=0.1)",
         ["tuner=cdt", f"tuner.ts_constant={PRACTICAL_TS}", "tuner.tau0=0.1"],
@@ -338,7 +338,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--horizon", type=int, default=14000)
     parser.add_argument("--lipschitz-seeds", type=int, default=5)
-    parser.add_argument("--lipschitz-horizon", type=int, default=30000)
+    parser.add_argument("--lipschitz-horizon", type=int, default=90000)
     parser.add_argument("--layout-seed", type=int, default=0)
     parser.add_argument("--released-seeds", type=int, default=10)
     parser.add_argument("--released-horizons", type=int, nargs="+", default=[12000, 30000, 90000])
