@@ -106,7 +106,7 @@ class Ratio:
 
     def __str__(self) -> str:
         pairs = "one repeat" if self.repeats == 1 else f"median of {self.repeats} repeats"
-        return f"{self.value:.2f} ({self.clock} time, {pairs} of this run)"
+        return f"{self.value:.2f}x ({self.clock} time, {pairs} of this run)"
 
 
 def ratio(a: Timing, b: Timing, clock: str = "wall") -> Ratio:

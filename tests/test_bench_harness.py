@@ -99,7 +99,7 @@ def test_a_ratio_pairs_the_repeats_of_one_run(harness):
     slow, fast = harness.Timing(walls=[1.0, 6.0, 3.0]), harness.Timing(walls=[1.0, 2.0, 1.0])
     assert harness.ratio(slow, fast).value == 3.0  # median of 1, 3, 3
     said = harness.ratio(slow, fast)
-    assert f"{said}" == str(said) == "3.00 (wall time, median of 3 repeats of this run)"
+    assert f"{said}" == str(said) == "3.00x (wall time, median of 3 repeats of this run)"
     assert f"{said:.1f}" == "3.0"
     with pytest.raises(ValueError, match="pairs repeats"):
         harness.ratio(slow, harness.Timing(walls=[1.0]))

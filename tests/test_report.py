@@ -283,6 +283,14 @@ def test_cli_writes_the_report_and_rejects_an_unknown_experiment(
     assert "no experiment 'nope'" in stderr and "rep_main" in stderr
 
 
+def test_the_page_tells_the_experiments_definition_from_the_seeds_that_ran(uri, tmp_path):
+    """rep_pivot ran the smoke experiment (its file says 3 seeds) with seeds=2."""
+    build_report("rep_pivot", tmp_path, uri)
+    page = (tmp_path / "index.html").read_text()
+    assert "As the experiment defines it: LinUCB, LinTS x Theory" in page
+    assert "3 seeds" in page and "Seeds: 0, 1." in page
+
+
 def test_a_missing_store_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     with pytest.raises(ReportError, match="no MLflow store"):
