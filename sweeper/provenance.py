@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterable
 from functools import cache
 from importlib import metadata
 from pathlib import Path
@@ -82,3 +83,16 @@ def changed_libraries(before: str | None, now: str) -> str:
     new = dict(item.split("=", 1) for item in now.split() if "=" in item)
     return ", ".join(f"{k} {old[k]} -> {new[k]}" for k in sorted(old.keys() & new.keys())
                      if old[k] != new[k])  # fmt: skip
+
+
+def mixed_libraries(texts: Iterable[str | None]) -> str:
+    """The libraries that several :func:`loaded_libraries` texts name at different versions
+    (``numpy 1.26.4, 2.1.3``), or ``""``. A library that some cells did not load (pandas in
+    MovieLens cells only) is not a mix."""
+    seen: dict[str, set[str]] = {}
+    for text in texts:
+        for item in (text or "").split():
+            name, _, version = item.partition("=")
+            seen.setdefault(name, set()).add(version)
+    return "; ".join(f"{name} {', '.join(sorted(v))}" for name, v in sorted(seen.items())
+                     if len(v) > 1)  # fmt: skip

@@ -5,6 +5,7 @@ the last digit; only the curves are thinner."""
 from __future__ import annotations
 
 import io
+import json
 import shutil
 
 import numpy as np
@@ -26,6 +27,9 @@ def test_a_published_folder_rebuilds_the_same_tables_without_the_store(
     store = build_report("published", tmp_path / "store", tracking_uri)
     shutil.copytree(tmp_path / "store", tmp_path / "copy")
     (tmp_path / "mlflow.db").unlink()  # the store is gone
+    meta = tmp_path / "copy/sweep/experiment.json"  # as published before the library check
+    stale = "the cells were computed under 2 sets of library versions (numpy=2 pandas=3; numpy=2)"
+    meta.write_text(json.dumps({**json.loads(meta.read_text()), "notes": [stale]}))
     assert main(["--from", str(tmp_path / "copy")]) == 0
     for name in ["cells.csv", *(f"tables/{p.name}" for p in (tmp_path / "store/tables").iterdir())]:
         assert (tmp_path / "copy" / name).read_bytes() == (tmp_path / "store" / name).read_bytes()
@@ -36,6 +40,7 @@ def test_a_published_folder_rebuilds_the_same_tables_without_the_store(
     assert len(steps) == POINTS and steps[-1] == store.cells["curve_step"].iloc[0][-1]
     assert all(len(v) == POINTS for v in rebuilt.cells["hp_knob"])
     assert any("published table" in note for note in rebuilt.notes)
+    assert not any("library versions" in note for note in rebuilt.notes)  # one numpy: no mix
     figures = sorted(p.name for p in (tmp_path / "copy/figures").glob("*.png"))
     assert figures == sorted(p.name for p in (tmp_path / "store/figures").glob("*.png"))
     again = pd.read_parquet(tmp_path / "copy/sweep/cells.parquet")  # rebuilt in place: stable

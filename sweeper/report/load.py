@@ -17,7 +17,7 @@ curves, metrics: sweeper/task.py) is the one recorded in the newest sweep's conf
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,7 @@ from mlflow import MlflowClient
 from sweeper.cellnpz import unpack
 from sweeper.configs import ConfigSearch
 from sweeper.errors import SweepError
-from sweeper.provenance import LIBRARIES_TAG
+from sweeper.provenance import LIBRARIES_TAG, mixed_libraries
 from sweeper.store.index import MAX_INDEX_PARENTS
 from sweeper.store.result import CLOCK_MARGIN_MS, result_of
 from sweeper.store.table import CELLS_TABLE, CellTable, holds, run_artifacts
@@ -201,15 +201,7 @@ def load_experiment(name: str, uri: str, configs: ConfigSearch | None = None) ->
             f"{superseded} older run(s) of cells that were run again are ignored "
             "(the newest FINISHED run of each cell counts)"
         )
-    mixed = sorted({str(r["libraries"]) for r in rows if r.get("libraries")})
-    if len(mixed) > 1:
-        notes.append(
-            f"the cells were computed under {len(mixed)} sets of library versions ("
-            + "; ".join(mixed[:4])
-            + (" ..." if len(mixed) > 4 else "")
-            + "): numbers may differ in their last digits between them; rerun=true "
-            "recomputes every cell under one"
-        )
+    notes += library_notes(r.get("libraries") for r in rows)
     _attach_marks(client, rows, chosen, task.markers)
 
     cells = pd.DataFrame(rows)
@@ -422,3 +414,17 @@ def _as_rounds(value: Any) -> list[float]:
     except (TypeError, ValueError):
         return []
     return [p for p in points if np.isfinite(p)]
+
+
+LIBRARY_NOTE = "the cells were computed under "
+
+
+def library_notes(libraries: Iterable[str | None]) -> list[str]:
+    """A note when the cells' ``sweeper.libraries`` tags name one library at two versions."""
+    mixed = mixed_libraries(libraries)
+    if not mixed:
+        return []
+    return [
+        f"{LIBRARY_NOTE}several library versions ({mixed}): numbers may differ in their last "
+        "digits between them; rerun=true recomputes every cell under one"
+    ]

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from sweeper.configs import ConfigSearch
-from sweeper.report.load import MARKS, Loaded, ReportError
+from sweeper.report.load import LIBRARY_NOTE, MARKS, Loaded, ReportError, library_notes
 from sweeper.task import task_of_config
 
 SWEEP_DIR = "sweep"
@@ -121,5 +121,14 @@ def read_table(source: Path, configs: ConfigSearch | None = None) -> Loaded:
         task=task_of_config(meta["config"], configs or ConfigSearch.with_dirs()),
         description=meta.get("description", ""),
         unfinished=meta.get("unfinished", []),
-        notes=[*meta.get("notes", []), note],
+        notes=[*_notes(meta, cells), note],
     )
+
+
+def _notes(meta: dict, cells: pd.DataFrame) -> list[str]:
+    """The published notes, the one on library versions made again from the cells (a
+    folder published before that note compared whole sets of libraries)."""
+    notes = meta.get("notes", [])
+    if "libraries" not in cells:
+        return notes
+    return [n for n in notes if not n.startswith(LIBRARY_NOTE)] + library_notes(cells["libraries"])
