@@ -58,6 +58,8 @@ def test_a_settled_group_stops_at_min_and_an_open_one_runs_to_max(composer, trac
     assert "1 worse, 1 undecided" in (tmp_path / "report" / "tables" / "decisions.md").read_text()
     figure = (tmp_path / "report" / "figures" / "decisions.png").read_bytes()
     assert figure[:8] == b"\x89PNG\r\n\x1a\n" and len(figure) > 1000
+    rebuilt = build_report("adaptive", tmp_path / "rebuilt", source=tmp_path / "report")
+    assert _states(rebuilt.tables["decisions"].tidy.to_dict("records")) == EXPECTED  # --from
 
     fixed = _overrides(tracking_uri, "adaptive", "seeds=15")  # the same cells, every seed
     again = run_sweep(composer(fixed), composer, fixed, out=io.StringIO())

@@ -79,6 +79,7 @@ def write_table(out: Path, loaded: Loaded, points: int = POINTS) -> list[Path]:
                 "sweeps": loaded.sweeps,
                 "description": loaded.description,
                 "unfinished": loaded.unfinished,
+                "decisions": loaded.decisions,
                 "notes": [n for n in loaded.notes if not n.startswith(READ_NOTE)],
                 "points": points,
             },
@@ -121,6 +122,7 @@ def read_table(source: Path, configs: ConfigSearch | None = None) -> Loaded:
         task=task_of_config(meta["config"], configs or ConfigSearch.with_dirs()),
         description=meta.get("description", ""),
         unfinished=meta.get("unfinished", []),
+        decisions=meta.get("decisions", []),
         notes=[*_notes(meta, cells), note],
     )
 
