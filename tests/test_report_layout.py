@@ -171,6 +171,21 @@ def test_a_metric_against_an_axis_draws_one_point_per_value(tmp_path):
     assert (tmp_path / "a.png").stat().st_size > 1000
 
 
+def test_an_axis_of_whole_numbers_gets_whole_ticks():
+    import matplotlib.pyplot as plt
+
+    from sweeper.report.figures import _whole_ticks
+
+    fig, (whole, real) = plt.subplots(1, 2)
+    for ax, values in ((whole, [2.0, 3.0, 6.0]), (real, [0.1, 0.5, 1.0])):
+        ax.plot(values, values)
+        _whole_ticks(ax, values)
+    fig.canvas.draw()
+    assert [t for t in whole.get_xticks() if 2 <= t <= 6] == [2, 3, 4, 5, 6]
+    assert any(not float(t).is_integer() for t in real.get_xticks())
+    plt.close(fig)
+
+
 def test_a_hyperparameter_figure_shows_where_a_tuner_spends_its_rounds(tmp_path):
     """A tuner at 2.5 for the first half of T = 14,000 and at 0.1 after it, on the table's
     500-point grid; another whose draw jumps between 0.1 and 5 every round."""

@@ -429,6 +429,8 @@ def against_figure(
                         color=colors[label], label=label)  # fmt: skip
             if not numeric:
                 ax.set_xticks(xs, [x_axis.label(v) for v in stats.index])
+        if numeric:
+            _whole_ticks(ax, [float(v) for v in x_axis.values if v != NULL])
         ax.set_title(_panel_title(panel_axes, combo), fontsize=10)
         ax.set_xlabel(x_axis.name)
         ax.set_ylabel(metric.title)
@@ -446,6 +448,12 @@ def against_figure(
             else "."
         )
     )
+
+
+def _whole_ticks(ax: plt.Axes, values: Sequence[float]) -> None:
+    """Ticks at whole numbers when the axis's values are whole (k = 2, 3, 6, ...: no 2.5)."""
+    if values and all(v.is_integer() for v in values):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
 def _is_number(text: str) -> bool:
