@@ -79,8 +79,7 @@ def _versions(modules: tuple[str, ...]) -> str:
 def changed_libraries(before: str | None, now: str) -> str:
     """What differs between two :func:`loaded_libraries` texts (``numpy 1.26.4 -> 2.1.3``),
     or ``""``; libraries in only one of them are not compared."""
-    old = dict(item.split("=", 1) for item in (before or "").split() if "=" in item)
-    new = dict(item.split("=", 1) for item in now.split() if "=" in item)
+    old, new = _parsed(before), _parsed(now)
     return ", ".join(f"{k} {old[k]} -> {new[k]}" for k in sorted(old.keys() & new.keys())
                      if old[k] != new[k])  # fmt: skip
 
@@ -91,8 +90,12 @@ def mixed_libraries(texts: Iterable[str | None]) -> str:
     MovieLens cells only) is not a mix."""
     seen: dict[str, set[str]] = {}
     for text in texts:
-        for item in (text or "").split():
-            name, _, version = item.partition("=")
+        for name, version in _parsed(text).items():
             seen.setdefault(name, set()).add(version)
     return "; ".join(f"{name} {', '.join(sorted(v))}" for name, v in sorted(seen.items())
                      if len(v) > 1)  # fmt: skip
+
+
+def _parsed(text: str | None) -> dict[str, str]:
+    """``numpy=2.1.3 scipy=1.14.1`` -> {'numpy': '2.1.3', 'scipy': '1.14.1'}."""
+    return dict(item.split("=", 1) for item in (text or "").split() if "=" in item)

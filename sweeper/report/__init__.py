@@ -327,8 +327,7 @@ def _write(
     title = spec.title or f"Report: {loaded.name}"
     finished = int((cells["status"] == "FINISHED").sum())
     failed = int((cells["status"] == "FAILED").sum())
-    meta = [  # the description is the experiment file's (e.g. the paper's seeds); the line
-        # after it says what ran
+    meta = [  # the description is the experiment file's; the line after it says what ran
         f"As the experiment defines it: {loaded.description}" if loaded.description else "",
         f"MLflow experiment '{loaded.name}' at {loaded.uri}: {len(cells)} cells from "
         f"{loaded.sweeps} sweep(s), {finished} FINISHED, {failed} FAILED"

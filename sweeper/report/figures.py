@@ -404,6 +404,7 @@ def against_figure(
     lines = _lines(finished, line_axes, only, compare)
     colors = _colors([label for _, label in lines])
     numeric = all(_is_number(v) for v in x_axis.values if v != NULL)
+    xs_all = [float(v) for v in x_axis.values if v != NULL] if numeric else []
     references = False
     rows_hint = len(panel_axes[0].values) if len(panel_axes) > 1 else 1
     fig, ax_list, columns = _figure(len(panels), rows_hint)
@@ -430,7 +431,7 @@ def against_figure(
             if not numeric:
                 ax.set_xticks(xs, [x_axis.label(v) for v in stats.index])
         if numeric:
-            _whole_ticks(ax, [float(v) for v in x_axis.values if v != NULL])
+            _whole_ticks(ax, xs_all)
         ax.set_title(_panel_title(panel_axes, combo), fontsize=10)
         ax.set_xlabel(x_axis.name)
         ax.set_ylabel(metric.title)

@@ -49,6 +49,7 @@ MARKS = "marks"
 """The cells' column of marked steps: the values of params or config keys that contain the
 family's ``task.markers`` word (e.g. a switching environment's change points)."""
 WITHOUT = "the report goes on without it"
+LIBRARY_NOTE = "the cells were computed under "
 
 
 class ReportError(ValueError):
@@ -414,9 +415,6 @@ def _as_rounds(value: Any) -> list[float]:
     except (TypeError, ValueError):
         return []
     return [p for p in points if np.isfinite(p)]
-
-
-LIBRARY_NOTE = "the cells were computed under "
 
 
 def library_notes(libraries: Iterable[str | None]) -> list[str]:
