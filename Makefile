@@ -11,12 +11,12 @@ PAPERS ?= ../shared/papers
 
 .PHONY: help reproduce run test test-papers test-slow test-faults test-scale test-range test-slurm bench-scale tracking-server test-experiments test-install test-cluster bench-orchestration bench-tuners lint bench report check-pages clean movielens obd
 
-# editable_mode=compat: the checkout itself goes on sys.path, so that Hydra's plugin scan finds
-# hydra_plugins/sweeper_launcher (it cannot walk setuptools' default editable finder).
+# An editable install: setuptools' import finder maps sweeper_tasks to tasks/ (setup.py); the
+# checkout itself is not put on sys.path, so a tasks.py beside the user shadows nothing of ours.
 $(STAMP): pyproject.toml setup.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[dev]" --config-settings editable_mode=compat
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
 run: $(STAMP)  ## run an experiment's sweep on embedded Ray into ./mlflow.db (EXP=smoke)
@@ -55,7 +55,7 @@ $(OLDEST)/.installed: pyproject.toml setup.py tests/version_range.py $(STAMP)
 	test -x $(OLDEST)/bin/python || $(PYTHON) -m venv $(OLDEST)
 	$(OLDEST)/bin/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m tests.version_range oldest > $(OLDEST)/oldest.txt
-	$(OLDEST)/bin/python -m pip install --quiet -e ".[dev]" -r $(OLDEST)/oldest.txt --config-settings editable_mode=compat
+	$(OLDEST)/bin/python -m pip install --quiet -e ".[dev]" -r $(OLDEST)/oldest.txt
 	touch $@
 
 test-slurm: $(STAMP)  ## a real one-host Slurm (as root): the sweeper-slurm recipe sbatch-ed, scancel-ed, resubmitted; exactly once on PostgreSQL (slow)
@@ -95,10 +95,10 @@ report: $(STAMP)  ## tables and figures of an experiment (EXP=smoke)
 	$(BIN)/python -m sweeper.report $(EXP) $(ARGS)
 
 movielens: $(STAMP)  ## MovieLens 100K ratings into .cache/datasets (from PyPI), factorised once
-	$(BIN)/python -m tasks.bandit_tuning.environments.movielens_data --source recbole
+	$(BIN)/python -m sweeper_tasks.bandit_tuning.environments.movielens_data --source recbole
 
 obd: $(STAMP)  ## Open Bandit Dataset sample (obp wheel on PyPI) into .cache/datasets/obd, checksummed
-	$(BIN)/python -m tasks.opl_hpo.data.obd
+	$(BIN)/python -m sweeper_tasks.opl_hpo.data.obd
 
 check-pages: $(STAMP)  ## render every docs/results page in headless Chromium: no broken image, no console error
 	$(BIN)/python -m pytest -q -m slow tests/test_report_page.py tests/test_ui_link.py

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_algorithms.py [--repeats 3] [--horizon 14000]
 
-Each cell is tasks.bandit_tuning.cell.run_cell with the Theory tuner on the simulated
+Each cell is sweeper_tasks.bandit_tuning.cell.run_cell with the Theory tuner on the simulated
 bandit of 003 Section 5 (T = 14000, K = 120, d = 25; linear rewards for LinUCB and LinTS,
 logistic for the others, following the algorithm's model). Every figure is the median of
 ``--repeats`` runs, as wall time and as the process's CPU time (on a busy machine the CPU
@@ -26,11 +26,11 @@ from threadpoolctl import threadpool_limits
 
 from sweeper.grid import cell_config
 from sweeper.paths import CONF_DIR
-from tasks.bandit_tuning.algorithms.base import ScheduledAlgorithm
-from tasks.bandit_tuning.cell import run_cell
-from tasks.bandit_tuning.seeding import environment_rng
-from tasks.bandit_tuning.space import Hyperparameter
-from tasks.building import build
+from sweeper_tasks.bandit_tuning.algorithms.base import ScheduledAlgorithm
+from sweeper_tasks.bandit_tuning.cell import run_cell
+from sweeper_tasks.bandit_tuning.seeding import environment_rng
+from sweeper_tasks.bandit_tuning.space import Hyperparameter
+from sweeper_tasks.building import build
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -140,7 +140,7 @@ def reference_rows(horizon: int, repeats: int) -> list[tuple]:
 def text(args: argparse.Namespace, rows: list[tuple], references: list[tuple]) -> list[str]:
     lines = [
         f"Each figure is the median of {args.repeats} runs of "
-        "`tasks.bandit_tuning.cell.run_cell` (Theory tuner, simulation: "
+        "`sweeper_tasks.bandit_tuning.cell.run_cell` (Theory tuner, simulation: "
         f"T = {args.horizon}, K = 120, d = 25, seed 0), the cells at T and 2T interleaved; "
         "2T / T is the median of the ratios of the runs made one after the other. CPU is the "
         "process time: on a shared machine it estimates the idle wall time better than the "

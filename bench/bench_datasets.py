@@ -16,12 +16,12 @@ from pathlib import Path
 import numpy as np
 from harness import Bench, Timing, measure
 
-from tasks.bandit_tuning.cell import run_cell
-from tasks.bandit_tuning.environments import movielens_data as md
-from tasks.bandit_tuning.environments import yahoo_data as yd
-from tasks.bandit_tuning.environments.movielens import MovieLens
-from tasks.bandit_tuning.environments.simulation import Simulation
-from tasks.bandit_tuning.seeding import environment_rng
+from sweeper_tasks.bandit_tuning.cell import run_cell
+from sweeper_tasks.bandit_tuning.environments import movielens_data as md
+from sweeper_tasks.bandit_tuning.environments import yahoo_data as yd
+from sweeper_tasks.bandit_tuning.environments.movielens import MovieLens
+from sweeper_tasks.bandit_tuning.environments.simulation import Simulation
+from sweeper_tasks.bandit_tuning.seeding import environment_rng
 
 R6A_LINES = 45_811_883
 ROUNDS = 14_000  # T of 003's experiments
@@ -42,13 +42,16 @@ def per_round(env, rounds: int, model: str, repeats: int) -> Timing:
     return timing
 
 
+BANDIT = "sweeper_tasks.bandit_tuning"
+
+
 def linucb_cell(dataset: str, horizon: int) -> Callable[[], object]:
     """A LinUCB x Theory cell on ``dataset`` (simulation or movielens), seed 0."""
     module = {"simulation": "simulation.Simulation", "movielens": "movielens.MovieLens"}[dataset]
     config = {
-        "algorithm": {"_target_": "tasks.bandit_tuning.algorithms.linucb.LinUCB", "name": "linucb"},
-        "tuner": {"_target_": "tasks.bandit_tuning.tuners.theory.Theory", "name": "theory"},
-        "dataset": {"_target_": f"tasks.bandit_tuning.environments.{module}", "name": dataset},
+        "algorithm": {"_target_": f"{BANDIT}.algorithms.linucb.LinUCB", "name": "linucb"},
+        "tuner": {"_target_": f"{BANDIT}.tuners.theory.Theory", "name": "theory"},
+        "dataset": {"_target_": f"{BANDIT}.environments.{module}", "name": dataset},
         "seed": 0,
         "horizon": horizon,
     }

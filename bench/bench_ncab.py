@@ -23,7 +23,7 @@ from harness import Bench, Timing, interleaved, measure, ratio
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern
 
-from tasks.bandit_tuning.lipschitz_cell import run_cell
+from sweeper_tasks.bandit_tuning.lipschitz_cell import run_cell
 
 CONF = Path(__file__).resolve().parent.parent / "conf"
 N_USERS = 943

@@ -30,16 +30,16 @@ from harness import Bench, Timing, interleaved, measure, ratio
 from sklearn.linear_model import LogisticRegression
 from threadpoolctl import threadpool_limits
 
-from tasks.opl_hpo.cell import run_cell
-from tasks.opl_hpo.data.base import softmax
-from tasks.opl_hpo.data.synthetic import SyntheticLoggedData
-from tasks.opl_hpo.enet_logistic import fit_enet_logistic
-from tasks.opl_hpo.estimators import DR, IPS
-from tasks.opl_hpo.policy import LinearRewardModel, PolicySpace, lr_design
-from tasks.opl_hpo.samplers import TPE, Random
+from sweeper_tasks.opl_hpo.cell import run_cell
+from sweeper_tasks.opl_hpo.data.base import softmax
+from sweeper_tasks.opl_hpo.data.synthetic import SyntheticLoggedData
+from sweeper_tasks.opl_hpo.enet_logistic import fit_enet_logistic
+from sweeper_tasks.opl_hpo.estimators import DR, IPS
+from sweeper_tasks.opl_hpo.policy import LinearRewardModel, PolicySpace, lr_design
+from sweeper_tasks.opl_hpo.samplers import TPE, Random
 
 FOREST_DATA = {
-    "_target_": "tasks.opl_hpo.data.synthetic.SyntheticLoggedData",
+    "_target_": "sweeper_tasks.opl_hpo.data.synthetic.SyntheticLoggedData",
     "name": "synthetic",
     "beta0": -3.0,
 }
@@ -195,20 +195,20 @@ def cell(
         "n_trials": n_trials,
         "logged_data": logged_data
         or {
-            "_target_": "tasks.opl_hpo.data.synthetic.SyntheticLoggedData",
+            "_target_": "sweeper_tasks.opl_hpo.data.synthetic.SyntheticLoggedData",
             "name": "synthetic",
             "beta0": 3.0,
         },
         "sampler": {
-            "_target_": f"tasks.opl_hpo.samplers.{'TPE' if sampler == 'tpe' else 'Random'}",
+            "_target_": f"sweeper_tasks.opl_hpo.samplers.{'TPE' if sampler == 'tpe' else 'Random'}",
             "name": sampler,
         },
-        "procedure": {"_target_": "tasks.opl_hpo.procedures.CIRHPO", "name": "cir_hpo"},
+        "procedure": {"_target_": "sweeper_tasks.opl_hpo.procedures.CIRHPO", "name": "cir_hpo"},
         "estimator": {
-            "_target_": f"tasks.opl_hpo.estimators.{estimator}",
+            "_target_": f"sweeper_tasks.opl_hpo.estimators.{estimator}",
             "name": estimator.lower(),
         },
-        "policy_space": {"_target_": "tasks.opl_hpo.policy.PolicySpace", "solver": solver},
+        "policy_space": {"_target_": "sweeper_tasks.opl_hpo.policy.PolicySpace", "solver": solver},
     }
     return lambda: run_cell(config)
 
@@ -246,7 +246,7 @@ def main() -> None:
     with threadpool_limits(limits=1, user_api="blas"):
         region = tpe_region(cells[("tpe", "saga")].value["trace"]["values"], args.region_fits)
         check = check_against_saga(args.check_trials, args.check_max_iter)
-    obd = {"_target_": "tasks.opl_hpo.data.obd.OBDLoggedData", "name": "obd"}
+    obd = {"_target_": "sweeper_tasks.opl_hpo.data.obd.OBDLoggedData", "name": "obd"}
     try:
         obd_trial = measure(cell("tpe", args.obd_trials, obd)).wall / args.obd_trials
     except FileNotFoundError:

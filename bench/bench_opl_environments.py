@@ -6,7 +6,7 @@ its Table 2).
 are drawn once from ``numpy.random.RandomState(random_state)``; obp's default
 ``random_state`` is 12345. 001 does not print its random state. This draws the reward
 function as obp 0.5.5 does for many random states, computes V(pi0) at each beta0 exactly
-from mu over held-out contexts (``tasks.opl_hpo.data.synthetic.Environment``, the code the
+from mu over held-out contexts (``sweeper_tasks.opl_hpo.data.synthetic.Environment``, the code the
 cells run), and reports where 001's row falls: the share of draws within 5% of it, the
 closest draws, obp's default draw and ours (``logged_data.environment_seed=12345`` through
 ``numpy.random.default_rng``).
@@ -23,9 +23,9 @@ import numpy as np
 from harness import Bench
 from threadpoolctl import threadpool_limits
 
-from tasks.opl_hpo.data.base import softmax
-from tasks.opl_hpo.data.synthetic import Environment, SyntheticLoggedData
-from tasks.opl_hpo.published import _V_PI0
+from sweeper_tasks.opl_hpo.data.base import softmax
+from sweeper_tasks.opl_hpo.data.synthetic import Environment, SyntheticLoggedData
+from sweeper_tasks.opl_hpo.published import _V_PI0
 
 OUT = Path(__file__).resolve().parent / "results" / "opl_environments.md"
 BETA0 = (-3.0, 0.0, 3.0, 10.0, 20.0)

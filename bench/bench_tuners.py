@@ -34,8 +34,8 @@ from hydra import compose, initialize_config_dir
 
 from sweeper.grid import cell_config, expand
 from sweeper.paths import CONF_DIR
-from tasks.bandit_tuning.lipschitz_cell import at_horizon
-from tasks.building import locate
+from sweeper_tasks.bandit_tuning.lipschitz_cell import at_horizon
+from sweeper_tasks.building import locate
 
 OUT = Path(__file__).resolve().parent / "results" / "tuners.md"
 PRACTICAL_TS = math.pi / 2  # the TS scale constant of the authors' released ZoomingTS_exp code
@@ -402,7 +402,7 @@ def main() -> None:
             lipschitz: list[str] = []
             for family in ("triangle", "sine"):
                 common = [
-                    "cell=tasks.bandit_tuning.lipschitz_cell.run_cell",
+                    "cell=sweeper_tasks.bandit_tuning.lipschitz_cell.run_cell",
                     "dataset=lipschitz",
                     f"dataset.family={family}",
                     f"dataset.layout_seed={args.layout_seed}",

@@ -34,13 +34,24 @@ LEGACY_VERSION = 1
 runs stored under them are results of version 1 of their family (see :func:`legacy_key`)."""
 
 
+FIRST_NAMES = {"sweeper_tasks.": "tasks."}
+"""Import names renamed since keys were first made, each hashed under its first name: the
+research code installs as ``sweeper_tasks`` (it was ``tasks``, which a user's ``tasks.py``
+shadowed), and a key must not change with where its code is installed, so every stored run
+and published cell keeps its key. A dotted path (``cell``, ``_target_``) that begins with a
+renamed name is hashed as if it began with the first one."""
+
+
 def canonical_json(config: Mapping[str, Any]) -> str:
     return json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def cell_key(config: Mapping[str, Any]) -> str:
-    """SHA-256 (hex) of the canonical cell config."""
-    return hashlib.sha256(canonical_json(config).encode()).hexdigest()
+    """SHA-256 (hex) of the canonical cell config, import paths under their first names."""
+    text = canonical_json(config)
+    for name, first in FIRST_NAMES.items():
+        text = text.replace(f'"{name}', f'"{first}')
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def legacy_key(config: Mapping[str, Any]) -> str | None:

@@ -12,7 +12,7 @@ import sys
 
 def _missing(err: ModuleNotFoundError, command: str) -> None:
     name = (err.name or "").split(".")[0]
-    if name in ("", "sweeper", "tasks", "hydra_plugins"):  # the package itself is broken
+    if name in ("", "sweeper", "sweeper_tasks", "hydra_plugins"):  # the package itself is broken
         raise err
     sys.stderr.write(
         f"error: `{command}` needs the Python package '{name}', which is not installed in "

@@ -14,7 +14,7 @@ import zipfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from tasks.storage import DatasetMissingError
+from sweeper_tasks.storage import DatasetMissingError
 
 
 def read_wheel_members(

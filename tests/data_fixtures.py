@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tasks.bandit_tuning.environments import movielens_data
-from tasks.storage import default_data_dir
+from sweeper_tasks.bandit_tuning.environments import movielens_data
+from sweeper_tasks.storage import default_data_dir
 
 
 @pytest.fixture(scope="session")

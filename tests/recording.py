@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tasks.bandit_tuning.environments.simulation import Simulation
+from sweeper_tasks.bandit_tuning.environments.simulation import Simulation
 
 SEEN: dict[str, list[np.ndarray]] = {}
 

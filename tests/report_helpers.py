@@ -10,7 +10,7 @@ import yaml
 
 from sweeper.paths import CONF_DIR
 from sweeper.task import parse_task
-from tasks.bandit_tuning.cell import run_cell
+from sweeper_tasks.bandit_tuning.cell import run_cell
 
 BANDIT = parse_task(yaml.safe_load((CONF_DIR / "task" / "bandit_tuning.yaml").read_text())["task"])
 """The bandit family's ``task`` block, as conf/task/bandit_tuning.yaml declares it."""

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 from sweeper.grid import cell_config
-from tasks.bandit_tuning.algorithms.base import DivergenceError, check_finite
-from tasks.bandit_tuning.algorithms.lints import LinTS
-from tasks.bandit_tuning.algorithms.linucb import LinUCB
-from tasks.bandit_tuning.algorithms.ridge import RidgeState
-from tasks.bandit_tuning.cell import build_parts, run_cell
-from tasks.bandit_tuning.space import DEFAULT_CANDIDATES, DEFAULT_INTERVAL
-from tasks.building import build
+from sweeper_tasks.bandit_tuning.algorithms.base import DivergenceError, check_finite
+from sweeper_tasks.bandit_tuning.algorithms.lints import LinTS
+from sweeper_tasks.bandit_tuning.algorithms.linucb import LinUCB
+from sweeper_tasks.bandit_tuning.algorithms.ridge import RidgeState
+from sweeper_tasks.bandit_tuning.cell import build_parts, run_cell
+from sweeper_tasks.bandit_tuning.space import DEFAULT_CANDIDATES, DEFAULT_INTERVAL
+from sweeper_tasks.building import build
 
 ALGORITHMS = ("linucb", "lints", "ucb_glm", "glm_tsl", "laplace_ts", "gloc", "sgd_ts")
 # 003 Section 5: p = 1 except GLOC and SGD-TS (exploration rate and a step parameter).

@@ -14,18 +14,18 @@ import pytest
 from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits
 
-from tasks.bandit_tuning.algorithms.base import DivergenceError
-from tasks.bandit_tuning.algorithms.glm_tsl import GLMTSL, glm_tsl_exploration_rate
-from tasks.bandit_tuning.algorithms.gloc import GLOC, project_to_ball
-from tasks.bandit_tuning.algorithms.laplace_ts import LaplaceTS
-from tasks.bandit_tuning.algorithms.logistic import (
+from sweeper_tasks.bandit_tuning.algorithms.base import DivergenceError
+from sweeper_tasks.bandit_tuning.algorithms.glm_tsl import GLMTSL, glm_tsl_exploration_rate
+from sweeper_tasks.bandit_tuning.algorithms.gloc import GLOC, project_to_ball
+from sweeper_tasks.bandit_tuning.algorithms.laplace_ts import LaplaceTS
+from sweeper_tasks.bandit_tuning.algorithms.logistic import (
     OnlineLogisticRegression,
     fit_logistic,
     logistic_hessian,
     logistic_kappa,
 )
-from tasks.bandit_tuning.algorithms.sgd_ts import SGDTS, epoch_length
-from tasks.bandit_tuning.algorithms.ucb_glm import UCBGLM, glm_exploration_rate
+from sweeper_tasks.bandit_tuning.algorithms.sgd_ts import SGDTS, epoch_length
+from sweeper_tasks.bandit_tuning.algorithms.ucb_glm import UCBGLM, glm_exploration_rate
 from tests.test_algorithms import Problem, changing_hps, play
 
 

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from sweeper.grid import cell_config
-from tasks.bandit_tuning.cell import run_cell
-from tasks.bandit_tuning.environments.base import Environment
+from sweeper_tasks.bandit_tuning.cell import run_cell
+from sweeper_tasks.bandit_tuning.environments.base import Environment
 
 T = 1000
 SEEDS = range(4)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from sweeper.grid import cell_config
-from tasks.bandit_tuning.cell import run_cell
+from sweeper_tasks.bandit_tuning.cell import run_cell
 from tests import recording
 
 

@@ -16,7 +16,7 @@ from mlflow import MlflowClient
 LOCAL = ["launcher.name=local", "horizon=60"]
 FIXED2 = """\
 # A user's own tuner option: Fixed at 2.0 (not in the shipped conf/tuner/).
-_target_: tasks.bandit_tuning.tuners.fixed.Fixed
+_target_: sweeper_tasks.bandit_tuning.tuners.fixed.Fixed
 name: fixed2
 value: 2.0
 values: {}

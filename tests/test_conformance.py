@@ -16,7 +16,7 @@ import pytest
 
 from sweeper.check import Checker, components, main
 from sweeper.configs import ConfigSearch
-from tasks.bandit_tuning.tuners.base import Tuner
+from sweeper_tasks.bandit_tuning.tuners.base import Tuner
 from tests.data_fixtures import movielens_file  # noqa: F401  (fixture)
 
 ROOT = Path(__file__).resolve().parents[1]

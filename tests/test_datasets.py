@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from sweeper.grid import cell_config, group_options
-from tasks.bandit_tuning.cell import run_cell
-from tasks.bandit_tuning.environments.base import sigmoid
-from tasks.bandit_tuning.environments.simulation import Simulation, uniform_in_ball
-from tasks.bandit_tuning.seeding import environment_rng
-from tasks.building import build
+from sweeper_tasks.bandit_tuning.cell import run_cell
+from sweeper_tasks.bandit_tuning.environments.base import sigmoid
+from sweeper_tasks.bandit_tuning.environments.simulation import Simulation, uniform_in_ball
+from sweeper_tasks.bandit_tuning.seeding import environment_rng
+from sweeper_tasks.building import build
 
 
 def _rounds(env, rounds: int, model: str, seed: int = 0, name: str = "simulation"):

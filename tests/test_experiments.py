@@ -164,7 +164,7 @@ def test_syndicated_tunes_lambda_only_with_tl_combined_and_syndicated(composer):
 def test_lipschitz_runs_the_tuners_alone(composer):
     cells = _cells(composer, "lipschitz")
     assert {c.tags["algorithm"] for c in cells} == {"none"}
-    assert {c.function for c in cells} == {"tasks.bandit_tuning.lipschitz_cell.run_cell"}
+    assert {c.function for c in cells} == {"sweeper_tasks.bandit_tuning.lipschitz_cell.run_cell"}
     assert {c.config["dataset"]["family"] for c in cells} == {"triangle", "sine"}
     (cdt,) = {c.config["tuner"]["restart_multiplier"] for c in cells if c.tags["tuner"] == "cdt"}
     assert cdt == 10.0

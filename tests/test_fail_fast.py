@@ -21,7 +21,7 @@ from sweeper.grid import expand
 from sweeper.store import tracking
 from sweeper.store.tracking import Tracker, resolve_uri
 from sweeper.sweep import run_sweep, validate
-from tasks.bandit_tuning.environments.movielens_data import DatasetFormatError, _parse
+from sweeper_tasks.bandit_tuning.environments.movielens_data import DatasetFormatError, _parse
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -12,10 +12,10 @@ import math
 import numpy as np
 import pytest
 
-from tasks.bandit_tuning.space import Hyperparameter
-from tasks.bandit_tuning.tuners.ad2me import AdaptiveDiscretization
-from tasks.bandit_tuning.tuners.zooming_core import CLIP, ZoomingCore
-from tasks.bandit_tuning.tuners.zooming_ts_double_restart import ZoomingTSDoubleRestart
+from sweeper_tasks.bandit_tuning.space import Hyperparameter
+from sweeper_tasks.bandit_tuning.tuners.ad2me import AdaptiveDiscretization
+from sweeper_tasks.bandit_tuning.tuners.zooming_core import CLIP, ZoomingCore
+from sweeper_tasks.bandit_tuning.tuners.zooming_ts_double_restart import ZoomingTSDoubleRestart
 
 ALPHA = Hyperparameter("exploration_rate", interval=(0.0, 1.0))
 

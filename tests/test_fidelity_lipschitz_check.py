@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from sweeper.grid import cell_config
-from tasks.bandit_tuning import lipschitz_check
-from tasks.bandit_tuning.algorithms.lints import LinTS
-from tasks.bandit_tuning.algorithms.linucb import LinUCB
-from tasks.bandit_tuning.cell import run_cell
+from sweeper_tasks.bandit_tuning import lipschitz_check
+from sweeper_tasks.bandit_tuning.algorithms.lints import LinTS
+from sweeper_tasks.bandit_tuning.algorithms.linucb import LinUCB
+from sweeper_tasks.bandit_tuning.cell import run_cell
 
 
 def _trained(cls, seed: int = 0):

@@ -27,9 +27,9 @@ import numpy as np
 import pytest
 
 from sweeper.grid import cell_config
-from tasks.bandit_tuning.cell import build_parts, run_cell
-from tasks.bandit_tuning.results import spec_name
-from tasks.bandit_tuning.seeding import agent_rngs, environment_rng
+from sweeper_tasks.bandit_tuning.cell import build_parts, run_cell
+from sweeper_tasks.bandit_tuning.results import spec_name
+from sweeper_tasks.bandit_tuning.seeding import agent_rngs, environment_rng
 
 
 def released_gap(cen: list[float], rad: list[float]) -> float | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from tasks.bandit_tuning import skyline
+from sweeper_tasks.bandit_tuning import skyline
 
 
 def _cells(rows):

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from sweeper.grid import cell_config
-from tasks.bandit_tuning.algorithms.linucb import LinUCB
-from tasks.bandit_tuning.cell import run_cell, validate
-from tasks.bandit_tuning.seeding import environment_rng
-from tasks.building import build
+from sweeper_tasks.bandit_tuning.algorithms.linucb import LinUCB
+from sweeper_tasks.bandit_tuning.cell import run_cell, validate
+from sweeper_tasks.bandit_tuning.seeding import environment_rng
+from sweeper_tasks.building import build
 from tests import data_fixtures
 
 movielens_file = data_fixtures.movielens_file

@@ -77,7 +77,7 @@ def test_cell_key_is_stable_across_processes(composer):
 
 
 def test_space_overrides_reach_every_tuned_hyperparameter(composer):
-    from tasks.bandit_tuning.cell import build_parts
+    from sweeper_tasks.bandit_tuning.cell import build_parts
 
     overrides = ["space.candidates=[0.5,1.5]", "space.interval=[0.2,3]"]
     (cell,) = expand(composer(overrides), composer, overrides)

@@ -67,12 +67,12 @@ def test_the_research_code_alone_runs_without_ray_mlflow_or_hydra(wheel, tmp_pat
     probe = textwrap.dedent(
         """
         import importlib.util, sys
-        import tasks.bandit_tuning.cell, tasks.opl_hpo.cell
-        from tasks.building import build
+        import sweeper_tasks.bandit_tuning.cell, sweeper_tasks.opl_hpo.cell
+        from sweeper_tasks.building import build
         absent = [m for m in ("ray", "mlflow", "hydra", "omegaconf")
                   if importlib.util.find_spec(m) is not None]
         assert not absent, f"installed with the core: {absent}"
-        print(tasks.bandit_tuning.cell.__file__)
+        print(sweeper_tasks.bandit_tuning.cell.__file__)
         """
     )
     done = _run([str(python), "-c", probe], tmp_path)

@@ -18,8 +18,8 @@ ORCHESTRATION = ("ray", "mlflow", "hydra", "omegaconf", "sweeper")
 PROBE = """
 import importlib, json, pkgutil, sys
 family = sys.argv[1]
-package = importlib.import_module(f"tasks.{family}")
-for info in pkgutil.walk_packages(package.__path__, f"tasks.{family}."):
+package = importlib.import_module(f"sweeper_tasks.{family}")
+for info in pkgutil.walk_packages(package.__path__, f"sweeper_tasks.{family}."):
     importlib.import_module(info.name)
 print(json.dumps(sorted(sys.modules)))
 """
@@ -43,7 +43,9 @@ def test_a_family_imports_no_orchestration_and_no_other_family(family):
     top = {m.split(".")[0] for m in modules}
     assert not top & set(ORCHESTRATION), sorted(top & set(ORCHESTRATION))
     other_families = set(FAMILIES) - {family}
-    others = {m for m in modules if m.startswith("tasks.") and m.split(".")[1] in other_families}
+    others = {
+        m for m in modules if m.startswith("sweeper_tasks.") and m.split(".")[1] in other_families
+    }
     assert not others, sorted(others)
 
 
@@ -59,7 +61,7 @@ def test_the_orchestrator_imports_no_family_and_the_lock_no_tracking():
                           text=True, timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     modules = json.loads(done.stdout)
-    assert not [m for m in modules if m == "tasks" or m.startswith("tasks.")]
+    assert not [m for m in modules if m.split(".")[0] in ("tasks", "sweeper_tasks")]
     lock = (CONF_DIR.parent / "sweeper" / "store" / "lock.py").read_text()
     assert "from sweeper.store.tracking" not in lock and "import sweeper.store.tracking" not in lock
 

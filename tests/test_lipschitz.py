@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from sweeper.grid import cell_config
-from tasks.bandit_tuning.environments.lipschitz import SwitchingLipschitz, sine, triangle
-from tasks.bandit_tuning.lipschitz_cell import run_cell
+from sweeper_tasks.bandit_tuning.environments.lipschitz import SwitchingLipschitz, sine, triangle
+from sweeper_tasks.bandit_tuning.lipschitz_cell import run_cell
 
-LIPSCHITZ = ["cell=tasks.bandit_tuning.lipschitz_cell.run_cell", "dataset=lipschitz"]
+LIPSCHITZ = ["cell=sweeper_tasks.bandit_tuning.lipschitz_cell.run_cell", "dataset=lipschitz"]
 
 
 def config(composer, *overrides: str) -> dict:
@@ -100,7 +100,7 @@ def test_bad_lipschitz_configs_fail_before_running(composer):
     with pytest.raises(ValueError, match="do not fit"):
         run_cell.validate(config(composer, "tuner=cdt", "dataset.n_changes=5000"))
     bandit = cell_config(composer(["tuner=cdt", "horizon=10"]))
-    bandit["cell"] = "tasks.bandit_tuning.lipschitz_cell.run_cell"
+    bandit["cell"] = "sweeper_tasks.bandit_tuning.lipschitz_cell.run_cell"
     with pytest.raises(ValueError, match="needs dataset=lipschitz"):
         run_cell.validate(bandit)
 

@@ -28,14 +28,14 @@ import numpy as np
 import pytest
 
 from sweeper.grid import expand
-from tasks.bandit_tuning.lipschitz_cell import at_horizon, run_cell
+from sweeper_tasks.bandit_tuning.lipschitz_cell import at_horizon, run_cell
 
 NOISE = math.sqrt(0.1)
 TS = {"tau0": NOISE, "ts_constant": math.pi / 2}
 
 
 def tuners(horizon: int) -> dict[str, dict]:
-    cdt = "tasks.bandit_tuning.tuners.cdt.CDT"
+    cdt = "sweeper_tasks.bandit_tuning.tuners.cdt.CDT"
     return {
         "ts_r": {
             "_target_": cdt,
@@ -52,9 +52,13 @@ def tuners(horizon: int) -> dict[str, dict]:
             "restart_every": horizon,
             **TS,
         },
-        "oracle": {"_target_": "tasks.bandit_tuning.tuners.oracle.Oracle", "name": "oracle", **TS},
+        "oracle": {
+            "_target_": "sweeper_tasks.bandit_tuning.tuners.oracle.Oracle",
+            "name": "oracle",
+            **TS,
+        },
         "zooming": {
-            "_target_": "tasks.bandit_tuning.tuners.zooming.Zooming",
+            "_target_": "sweeper_tasks.bandit_tuning.tuners.zooming.Zooming",
             "name": "zooming",
             "tau0": NOISE,
         },
@@ -63,7 +67,7 @@ def tuners(horizon: int) -> dict[str, dict]:
 
 def mean_regret(horizon: int, seeds: int, family: str, names: list[str]) -> dict[str, float]:
     dataset = {
-        "_target_": "tasks.bandit_tuning.environments.lipschitz.SwitchingLipschitz",
+        "_target_": "sweeper_tasks.bandit_tuning.environments.lipschitz.SwitchingLipschitz",
         "name": "lipschitz",
         "family": family,
         "layout_seed": 0,

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from sweeper.grid import cell_config
-from tasks.bandit_tuning.cell import run_cell, validate
-from tasks.bandit_tuning.environments import movielens_data as md
-from tasks.bandit_tuning.environments.base import sigmoid
-from tasks.bandit_tuning.environments.movielens import MovieLens
-from tasks.bandit_tuning.seeding import environment_rng
-from tasks.storage import DatasetFormatError, DatasetMissingError
+from sweeper_tasks.bandit_tuning.cell import run_cell, validate
+from sweeper_tasks.bandit_tuning.environments import movielens_data as md
+from sweeper_tasks.bandit_tuning.environments.base import sigmoid
+from sweeper_tasks.bandit_tuning.environments.movielens import MovieLens
+from sweeper_tasks.bandit_tuning.seeding import environment_rng
+from sweeper_tasks.storage import DatasetFormatError, DatasetMissingError
 from tests import data_fixtures
 
 # The session fixtures (the real ratings file, a shared factorisation cache directory).
@@ -262,7 +262,7 @@ def test_syndicated_variant(composer, movielens_file, factor_cache):
             f"dataset.cache_dir={factor_cache}",
         ]
     ).dataset
-    from tasks.building import build
+    from sweeper_tasks.building import build
 
     env = build(spec)
     env.reset(20, "linear", environment_rng("movielens_syndicated", 0))

@@ -7,13 +7,13 @@ import pandas as pd
 import pytest
 
 from sweeper.grid import cell_config
-from tasks.bandit_tuning.environments.movielens_data import movielens_factors, read_ratings
-from tasks.bandit_tuning.environments.movielens_retrieval import (
+from sweeper_tasks.bandit_tuning.environments.movielens_data import movielens_factors, read_ratings
+from sweeper_tasks.bandit_tuning.environments.movielens_retrieval import (
     MovieLensRetrieval,
     f_score,
     most_frequent,
 )
-from tasks.bandit_tuning.lipschitz_cell import run_cell, validate
+from sweeper_tasks.bandit_tuning.lipschitz_cell import run_cell, validate
 from tests import data_fixtures
 
 movielens_file = data_fixtures.movielens_file
@@ -110,7 +110,7 @@ def test_a_horizon_longer_than_the_stream_is_refused_unless_passes_repeat_it(
 
 def _config(composer, movielens_file, factor_cache, *extra):
     overrides = [
-        "cell=tasks.bandit_tuning.lipschitz_cell.run_cell",
+        "cell=sweeper_tasks.bandit_tuning.lipschitz_cell.run_cell",
         "dataset=movielens_retrieval",
         f"dataset.path={movielens_file}",
         f"dataset.cache_dir={factor_cache}",

@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tasks.opl_hpo import bounds_cell
-from tasks.opl_hpo.cell import run_cell
-from tasks.opl_hpo.data import obd
-from tasks.storage import DatasetFormatError, DatasetMissingError
+from sweeper_tasks.opl_hpo import bounds_cell
+from sweeper_tasks.opl_hpo.cell import run_cell
+from sweeper_tasks.opl_hpo.data import obd
+from sweeper_tasks.storage import DatasetFormatError, DatasetMissingError
 from tests.test_opl_procedures import BASELINE, cir, synthetic_config
 
 ITEMS = 3
@@ -84,12 +84,12 @@ def test_obd_without_manifest_is_checked_against_the_wheel(tmp_path):
 def obd_config(path: Path, procedure=BASELINE, estimator="ips") -> dict:
     config = synthetic_config(procedure, sampler="random", n_trials=6)
     config["logged_data"] = {
-        "_target_": "tasks.opl_hpo.data.obd.OBDLoggedData",
+        "_target_": "sweeper_tasks.opl_hpo.data.obd.OBDLoggedData",
         "name": "obd",
         "path": str(path),
     }
     config["estimator"] = {
-        "_target_": f"tasks.opl_hpo.estimators.{estimator.upper()}",
+        "_target_": f"sweeper_tasks.opl_hpo.estimators.{estimator.upper()}",
         "name": estimator,
     }
     return config
@@ -171,10 +171,11 @@ def test_bad_settings_are_refused_with_their_message(where, value, message):
 
 def test_empty_search_space_is_refused():
     config = synthetic_config(cir())
-    config["policy_space"] = {"_target_": "tasks.opl_hpo.policy.PolicySpace", "models": []}
+    config["policy_space"] = {"_target_": "sweeper_tasks.opl_hpo.policy.PolicySpace", "models": []}
     with pytest.raises(ValueError, match="search space is empty"):
         run_cell.validate(config)
-    config["policy_space"] = {"_target_": "tasks.opl_hpo.policy.PolicySpace", "beta": [5, 1]}
+    space = "sweeper_tasks.opl_hpo.policy.PolicySpace"
+    config["policy_space"] = {"_target_": space, "beta": [5, 1]}
     with pytest.raises(ValueError, match="policy_space.beta"):
         run_cell.validate(config)
 
@@ -182,7 +183,7 @@ def test_empty_search_space_is_refused():
 @pytest.mark.parametrize("group, valid", [("estimator", "ips, dr"), ("sampler", "tpe, random")])
 def test_unknown_estimator_or_sampler_names_the_valid_ones(group, valid):
     config = copy.deepcopy(synthetic_config(cir()))
-    config[group] = {"_target_": "tasks.opl_hpo.estimators.SNIPS", "name": "snips"}
+    config[group] = {"_target_": "sweeper_tasks.opl_hpo.estimators.SNIPS", "name": "snips"}
     with pytest.raises(ValueError) as caught:
         run_cell.validate(config)
     text = str(caught.value)

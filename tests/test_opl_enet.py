@@ -8,9 +8,9 @@ import pytest
 from scipy.special import expit
 from sklearn.linear_model import LogisticRegression
 
-from tasks.opl_hpo.data.synthetic import SyntheticLoggedData
-from tasks.opl_hpo.enet_logistic import fit_enet_logistic
-from tasks.opl_hpo.policy import lr_design
+from sweeper_tasks.opl_hpo.data.synthetic import SyntheticLoggedData
+from sweeper_tasks.opl_hpo.enet_logistic import fit_enet_logistic
+from sweeper_tasks.opl_hpo.policy import lr_design
 
 
 @pytest.fixture(scope="module")

@@ -8,12 +8,12 @@ import math
 import numpy as np
 import pytest
 
-from tasks.opl_hpo.bounds import bernstein_bound, hoeffding_bound, t_test_bound
-from tasks.opl_hpo.bounds_cell import run_cell as run_bounds
-from tasks.opl_hpo.data.base import Split, softmax
-from tasks.opl_hpo.data.synthetic import SyntheticLoggedData
-from tasks.opl_hpo.estimators import DR, IPS
-from tasks.opl_hpo.policy import (
+from sweeper_tasks.opl_hpo.bounds import bernstein_bound, hoeffding_bound, t_test_bound
+from sweeper_tasks.opl_hpo.bounds_cell import run_cell as run_bounds
+from sweeper_tasks.opl_hpo.data.base import Split, softmax
+from sweeper_tasks.opl_hpo.data.synthetic import SyntheticLoggedData
+from sweeper_tasks.opl_hpo.estimators import DR, IPS
+from sweeper_tasks.opl_hpo.policy import (
     LinearRewardModel,
     PolicySpace,
     all_actions,
@@ -88,7 +88,7 @@ def test_t_test_bound_error_rate_is_near_delta(beta0):
             "delta": delta,
             "n_repeats": 2000,
             "logged_data": {
-                "_target_": "tasks.opl_hpo.data.synthetic.SyntheticLoggedData",
+                "_target_": "sweeper_tasks.opl_hpo.data.synthetic.SyntheticLoggedData",
                 "name": "synthetic",
                 "beta0": beta0,
                 "n_val": 1000,
@@ -153,7 +153,7 @@ def test_repeated_rows_fitted_once_with_weights_give_the_same_model():
 
 
 def test_distinct_contexts_rebuild_every_row():
-    from tasks.opl_hpo.cell import distinct
+    from sweeper_tasks.opl_hpo.cell import distinct
 
     x = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 1.0], [2.0, 2.0]])
     unique, rows = distinct(x)

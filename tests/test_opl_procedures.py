@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tasks.opl_hpo.cell import run_cell
-from tasks.opl_hpo.procedures import CIRHPO, adaptive_alpha, optimality_score
+from sweeper_tasks.opl_hpo.cell import run_cell
+from sweeper_tasks.opl_hpo.procedures import CIRHPO, adaptive_alpha, optimality_score
 
 
 def alpha_sequence(scores, alpha_init, gamma=0.01):
@@ -60,26 +60,26 @@ def synthetic_config(procedure, sampler="tpe", n_trials=25, beta0=20.0, seed=3):
         "n_trials": n_trials,
         "task": {"name": "opl_hpo", "result_version": 1},
         "logged_data": {
-            "_target_": "tasks.opl_hpo.data.synthetic.SyntheticLoggedData",
+            "_target_": "sweeper_tasks.opl_hpo.data.synthetic.SyntheticLoggedData",
             "name": "synthetic",
             "beta0": beta0,
             "n_test": 2000,
         },
         "sampler": {
-            "_target_": f"tasks.opl_hpo.samplers.{'TPE' if sampler == 'tpe' else 'Random'}",
+            "_target_": f"sweeper_tasks.opl_hpo.samplers.{'TPE' if sampler == 'tpe' else 'Random'}",
             "name": sampler,
             **({"n_startup_trials": 5} if sampler == "tpe" else {}),
         },
         "procedure": procedure,
-        "estimator": {"_target_": "tasks.opl_hpo.estimators.IPS", "name": "ips"},
+        "estimator": {"_target_": "sweeper_tasks.opl_hpo.estimators.IPS", "name": "ips"},
     }
 
 
-BASELINE = {"_target_": "tasks.opl_hpo.procedures.Baseline", "name": "baseline"}
+BASELINE = {"_target_": "sweeper_tasks.opl_hpo.procedures.Baseline", "name": "baseline"}
 
 
 def cir(**flags):
-    return {"_target_": "tasks.opl_hpo.procedures.CIRHPO", "name": "cir_hpo", **flags}
+    return {"_target_": "sweeper_tasks.opl_hpo.procedures.CIRHPO", "name": "cir_hpo", **flags}
 
 
 def test_cir_hpo_without_air_and_cso_equals_baseline_trial_for_trial():

@@ -8,9 +8,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from tasks.opl_hpo.cell import validate
-from tasks.opl_hpo.data.synthetic import SyntheticLoggedData
-from tasks.opl_hpo.estimators import DR
+from sweeper_tasks.opl_hpo.cell import validate
+from sweeper_tasks.opl_hpo.data.synthetic import SyntheticLoggedData
+from sweeper_tasks.opl_hpo.estimators import DR
 from tests.test_opl_procedures import BASELINE, synthetic_config
 
 N = 400
@@ -76,7 +76,7 @@ def test_the_separate_log_leaves_the_other_splits_unchanged():
 def test_a_separate_log_that_is_not_drawn_is_refused_before_the_sweep():
     config = dict(synthetic_config(BASELINE))
     config["estimator"] = {
-        "_target_": "tasks.opl_hpo.estimators.DR",
+        "_target_": "sweeper_tasks.opl_hpo.estimators.DR",
         "name": "dr_separate",
         "reward_model": "separate",
     }

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tasks.opl_hpo.data.base import softmax
-from tasks.opl_hpo.data.synthetic import SyntheticLoggedData
-from tasks.opl_hpo.published import PUBLISHED
+from sweeper_tasks.opl_hpo.data.base import softmax
+from sweeper_tasks.opl_hpo.data.synthetic import SyntheticLoggedData
+from sweeper_tasks.opl_hpo.published import PUBLISHED
 
 D = K = 10
 

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tasks.bandit_tuning.published import DISPLAY_NAMES
-from tasks.bandit_tuning.published import PUBLISHED as BANDIT_PUBLISHED
-from tasks.opl_hpo.published import PUBLISHED as OPL_PUBLISHED
-from tasks.opl_hpo.published import TABLES as OPL_TABLES
+from sweeper_tasks.bandit_tuning.published import DISPLAY_NAMES
+from sweeper_tasks.bandit_tuning.published import PUBLISHED as BANDIT_PUBLISHED
+from sweeper_tasks.opl_hpo.published import PUBLISHED as OPL_PUBLISHED
+from sweeper_tasks.opl_hpo.published import TABLES as OPL_TABLES
 
 pytestmark = pytest.mark.papers
 PAPERS_ENV = "SWEEPER_PAPERS_DIR"

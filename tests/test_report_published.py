@@ -15,8 +15,8 @@ from sweeper.report.load import ReportError
 from sweeper.report.spec import TableSpec, parse
 from sweeper.report.stats import paired_difference
 from sweeper.report.tables import metric_table
-from tasks.bandit_tuning.published import DISPLAY_NAMES, PUBLISHED, TABLES
-from tasks.published import Published
+from sweeper_tasks.bandit_tuning.published import DISPLAY_NAMES, PUBLISHED, TABLES
+from sweeper_tasks.published import Published
 from tests.report_helpers import BANDIT
 
 ALGORITHMS = set(group_options("algorithm"))
@@ -194,11 +194,12 @@ def family(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     ("text", "line", "error"),
     [
-        ("from tasks.published import Published\n\nPUBLISHED = [Publshed('T', 'f', {}, 1.0)]\n",
+        ("from sweeper_tasks.published import Published\n\n"
+         "PUBLISHED = [Publshed('T', 'f', {}, 1.0)]\n",
          3, "NameError: name 'Publshed' is not defined"),
         ("PUBLISHED = [\n", 1, "SyntaxError: '[' was never closed"),
-        ("from tasks.publshed import Published\n", 1,
-         "ModuleNotFoundError: No module named 'tasks.publshed'"),
+        ("from sweeper_tasks.publshed import Published\n", 1,
+         "ModuleNotFoundError: No module named 'sweeper_tasks.publshed'"),
     ],
 )  # fmt: skip
 def test_a_family_s_published_module_that_fails_to_import_is_an_error_naming_it(
@@ -220,7 +221,8 @@ def test_a_family_without_published_numbers_or_not_installed_has_none(family):
     name = family(None)
     assert find_published([f"{name}.cell.run", "not_installed.cells.run"]).entries == []
     good = family(
-        "from tasks.published import Published\n\nPUBLISHED = [Published('T', 'f', {}, 2.0)]\n"
+        "from sweeper_tasks.published import Published\n\n"
+        "PUBLISHED = [Published('T', 'f', {}, 2.0)]\n"
     )
     found = find_published([f"{good}.cell.run"])
     assert found.module == f"{good}.published" and [e.value for e in found.entries] == [2.0]

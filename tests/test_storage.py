@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tasks import storage
-from tasks.storage import DATA_DIR_ENV, DatasetMissingError, default_data_dir
+from sweeper_tasks import storage
+from sweeper_tasks.storage import DATA_DIR_ENV, DatasetMissingError, default_data_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 

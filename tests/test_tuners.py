@@ -7,18 +7,18 @@ import math
 import numpy as np
 import pytest
 
-from tasks.bandit_tuning.space import Hyperparameter
-from tasks.bandit_tuning.tuners.cdt import CDT, default_restart_every, default_warmup_rounds
-from tasks.bandit_tuning.tuners.exp3 import Exp3, exp3_rate
-from tasks.bandit_tuning.tuners.fixed import Fixed
-from tasks.bandit_tuning.tuners.op import OP
-from tasks.bandit_tuning.tuners.oracle import Oracle
-from tasks.bandit_tuning.tuners.syndicated import Syndicated
-from tasks.bandit_tuning.tuners.theory import Theory
-from tasks.bandit_tuning.tuners.tl import TL
-from tasks.bandit_tuning.tuners.tl_combined import TLCombined
-from tasks.bandit_tuning.tuners.zooming import Zooming
-from tasks.bandit_tuning.tuners.zooming_ts_double_restart import ZoomingTSDoubleRestart
+from sweeper_tasks.bandit_tuning.space import Hyperparameter
+from sweeper_tasks.bandit_tuning.tuners.cdt import CDT, default_restart_every, default_warmup_rounds
+from sweeper_tasks.bandit_tuning.tuners.exp3 import Exp3, exp3_rate
+from sweeper_tasks.bandit_tuning.tuners.fixed import Fixed
+from sweeper_tasks.bandit_tuning.tuners.op import OP
+from sweeper_tasks.bandit_tuning.tuners.oracle import Oracle
+from sweeper_tasks.bandit_tuning.tuners.syndicated import Syndicated
+from sweeper_tasks.bandit_tuning.tuners.theory import Theory
+from sweeper_tasks.bandit_tuning.tuners.tl import TL
+from sweeper_tasks.bandit_tuning.tuners.tl_combined import TLCombined
+from sweeper_tasks.bandit_tuning.tuners.zooming import Zooming
+from sweeper_tasks.bandit_tuning.tuners.zooming_ts_double_restart import ZoomingTSDoubleRestart
 
 
 class ScriptedRng:

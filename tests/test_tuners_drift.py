@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from tasks.bandit_tuning.space import Hyperparameter
-from tasks.bandit_tuning.tuners.ad2me import AD2ME, AdaptiveDiscretization, ad2me_settings
-from tasks.bandit_tuning.tuners.dynamic_mean import DynamicMean
-from tasks.bandit_tuning.tuners.sd2me import SD2ME, sd2me_settings
+from sweeper_tasks.bandit_tuning.space import Hyperparameter
+from sweeper_tasks.bandit_tuning.tuners.ad2me import AD2ME, AdaptiveDiscretization, ad2me_settings
+from sweeper_tasks.bandit_tuning.tuners.dynamic_mean import DynamicMean
+from sweeper_tasks.bandit_tuning.tuners.sd2me import SD2ME, sd2me_settings
 
 
 def theory(t: int) -> dict[str, float]:

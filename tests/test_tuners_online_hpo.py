@@ -9,13 +9,17 @@ import pytest
 from sklearn.gaussian_process import GaussianProcessRegressor
 
 from sweeper.grid import cell_config
-from tasks.bandit_tuning.cell import run_cell, validate
-from tasks.bandit_tuning.space import Hyperparameter
-from tasks.bandit_tuning.tuners.bayes_opt import BayesOpt
-from tasks.bandit_tuning.tuners.grid_search import GridSearch
-from tasks.bandit_tuning.tuners.hyperband import Hyperband, default_max_resource, hyperband_brackets
-from tasks.bandit_tuning.tuners.random_search import RandomSearch
-from tasks.bandit_tuning.tuners.sd2me import SD2ME
+from sweeper_tasks.bandit_tuning.cell import run_cell, validate
+from sweeper_tasks.bandit_tuning.space import Hyperparameter
+from sweeper_tasks.bandit_tuning.tuners.bayes_opt import BayesOpt
+from sweeper_tasks.bandit_tuning.tuners.grid_search import GridSearch
+from sweeper_tasks.bandit_tuning.tuners.hyperband import (
+    Hyperband,
+    default_max_resource,
+    hyperband_brackets,
+)
+from sweeper_tasks.bandit_tuning.tuners.random_search import RandomSearch
+from sweeper_tasks.bandit_tuning.tuners.sd2me import SD2ME
 
 UNIT = [Hyperparameter("x", default=0.5, interval=(0.0, 1.0), candidates=(0.0, 1.0))]
 

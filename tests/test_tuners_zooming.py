@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from tasks.bandit_tuning.tuners.zooming_core import CLIP, ZoomingCore
+from sweeper_tasks.bandit_tuning.tuners.zooming_core import CLIP, ZoomingCore
 
 
 def lipschitz_reward(point: np.ndarray, rng: np.random.Generator) -> float:

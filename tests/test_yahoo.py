@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from sweeper.grid import cell_config, group_options
-from tasks.bandit_tuning.cell import run_cell, validate
-from tasks.bandit_tuning.environments import yahoo_data as yd
-from tasks.bandit_tuning.environments.yahoo import Yahoo
-from tasks.bandit_tuning.seeding import environment_rng
-from tasks.storage import DatasetFormatError, DatasetMissingError
+from sweeper_tasks.bandit_tuning.cell import run_cell, validate
+from sweeper_tasks.bandit_tuning.environments import yahoo_data as yd
+from sweeper_tasks.bandit_tuning.environments.yahoo import Yahoo
+from sweeper_tasks.bandit_tuning.seeding import environment_rng
+from sweeper_tasks.storage import DatasetFormatError, DatasetMissingError
 from tests.data_fixtures import r6a_line, write_r6a
 
 BASE = 1241160900  # R6A's first timestamp (2009-05-01), a multiple of 300 s

@@ -9,18 +9,18 @@ from typing import Any, Protocol
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from tasks.bandit_tuning.algorithms.base import BanditAlgorithm
-from tasks.bandit_tuning.environments.base import Environment
-from tasks.bandit_tuning.results import (
+from sweeper_tasks.bandit_tuning.algorithms.base import BanditAlgorithm
+from sweeper_tasks.bandit_tuning.environments.base import Environment
+from sweeper_tasks.bandit_tuning.results import (
     StateTrace,
     cell_result,
     horizon_of,
     space_params,
     spec_name,
 )
-from tasks.bandit_tuning.seeding import agent_rngs, environment_rng
-from tasks.bandit_tuning.tuners.base import Tuner
-from tasks.building import build
+from sweeper_tasks.bandit_tuning.seeding import agent_rngs, environment_rng
+from sweeper_tasks.bandit_tuning.tuners.base import Tuner
+from sweeper_tasks.building import build
 
 
 def build_parts(config: Mapping[str, Any]) -> tuple[BanditAlgorithm, Tuner, Environment]:
@@ -108,7 +108,7 @@ def conformance(config: Mapping[str, Any], result: Mapping[str, Any]) -> list[st
 
 class Probe(Protocol):
     """Chooses the tuned rounds' arm in place of ``algorithm.select`` and may record what it
-    saw (003 Appendix A.2's check, ``tasks.bandit_tuning.lipschitz_check``)."""
+    saw (003 Appendix A.2's check, ``sweeper_tasks.bandit_tuning.lipschitz_check``)."""
 
     def select(
         self,

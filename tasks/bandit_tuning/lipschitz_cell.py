@@ -22,19 +22,19 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from tasks.bandit_tuning.environments.lipschitz import SwitchingLipschitz
-from tasks.bandit_tuning.environments.movielens_retrieval import MovieLensRetrieval
-from tasks.bandit_tuning.results import (
+from sweeper_tasks.bandit_tuning.environments.lipschitz import SwitchingLipschitz
+from sweeper_tasks.bandit_tuning.environments.movielens_retrieval import MovieLensRetrieval
+from sweeper_tasks.bandit_tuning.results import (
     StateTrace,
     cell_result,
     horizon_of,
     space_params,
     spec_name,
 )
-from tasks.bandit_tuning.seeding import agent_rngs, environment_rng
-from tasks.bandit_tuning.space import Hyperparameter
-from tasks.bandit_tuning.tuners.base import Tuner
-from tasks.building import build
+from sweeper_tasks.bandit_tuning.seeding import agent_rngs, environment_rng
+from sweeper_tasks.bandit_tuning.space import Hyperparameter
+from sweeper_tasks.bandit_tuning.tuners.base import Tuner
+from sweeper_tasks.building import build
 
 ARM = "x"
 ENVIRONMENTS = (SwitchingLipschitz, MovieLensRetrieval)
@@ -56,7 +56,7 @@ def build_parts(
         raise ValueError(
             "the tuner-only cell needs dataset=lipschitz or dataset=movielens_retrieval, got "
             f"{spec_name(config['dataset'])}; "
-            "use cell=tasks.bandit_tuning.cell.run_cell for the contextual-bandit datasets"
+            "use cell=sweeper_tasks.bandit_tuning.cell.run_cell for the contextual-bandit datasets"
         )
     arm = Hyperparameter(ARM, default=0.5, interval=(0.0, 1.0), candidates=environment.candidates)
     overrides = {k: v for k, v in dict(config.get("space") or {}).items() if v is not None}

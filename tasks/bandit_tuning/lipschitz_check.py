@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from tasks.bandit_tuning import cell
-from tasks.bandit_tuning.algorithms.base import BanditAlgorithm
-from tasks.bandit_tuning.results import horizon_of
+from sweeper_tasks.bandit_tuning import cell
+from sweeper_tasks.bandit_tuning.algorithms.base import BanditAlgorithm
+from sweeper_tasks.bandit_tuning.results import horizon_of
 
 
 def check_rates(settings: Mapping[str, Any]) -> np.ndarray:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tasks.published import Published
+from sweeper_tasks.published import Published
 
 DISPLAY_NAMES: dict[str, str] = {
     # algorithms (003 Section 5)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from tasks.bandit_tuning.space import Hyperparameter
+from sweeper_tasks.bandit_tuning.space import Hyperparameter
 
 
 def spec_name(spec: Mapping[str, Any]) -> str:

@@ -9,7 +9,7 @@ The papers never print this number; it says how much a tuner leaves on the table
 
 Run after both reports exist::
 
-    python -m tasks.bandit_tuning.skyline docs/results/main/cells.csv \\
+    python -m sweeper_tasks.bandit_tuning.skyline docs/results/main/cells.csv \\
         docs/results/skyline/cells.csv --out docs/results/skyline
 """
 
@@ -115,8 +115,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         "Per (algorithm, dataset): the fixed value with the lowest mean final regret over the "
         "seeds both experiments ran (an optimistic skyline: the minimum of the grid's means), "
         "its mean, and each tuner's mean with (gap to the skyline ± its paired standard error, "
-        f"gap relative to the skyline). Seeds per cell: {seeds}. Made by "
-        "`python -m tasks.bandit_tuning.skyline` from main's and the skyline's cells.csv.\n\n"
+        f"gap relative to the skyline). Seeds per cell: {seeds}. Made by `python -m "
+        "sweeper_tasks.bandit_tuning.skyline` from main's and the skyline's cells.csv.\n\n"
         + to_markdown(gaps)
     )
 

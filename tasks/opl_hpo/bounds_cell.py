@@ -4,7 +4,7 @@ One cell = (beta0, |D_val|, delta, seed): the evaluation policy pi_e = softmax(b
 (Eq. 6, beta = 10) with mu_hat a logistic regression fitted on a D_tr of the synthetic
 data (001 Section 3.1); then ``n_repeats`` independent validation logs of size |D_val| are
 drawn from the same logging policy, and on each the IPS estimate and its Hoeffding,
-Bernstein and t-test lower bounds (``tasks.opl_hpo.bounds``) are computed. A bound fails
+Bernstein and t-test lower bounds (``sweeper_tasks.opl_hpo.bounds``) are computed. A bound fails
 when it is at least V(pi_e) (001's definition); the error rate is the share of repeats
 where it fails. V(pi_e) is computed exactly from mu over the test contexts; w_max, the sup
 of pi_e/pi0, is taken over those contexts and all actions.
@@ -24,12 +24,12 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from tasks.opl_hpo.bounds import bernstein_bound, check_delta, hoeffding_bound, t_test_bound
-from tasks.opl_hpo.cell import build_part, spec_name
-from tasks.opl_hpo.data.base import softmax
-from tasks.opl_hpo.data.synthetic import SyntheticLoggedData
-from tasks.opl_hpo.policy import fit_logistic
-from tasks.opl_hpo.seeding import data_rng
+from sweeper_tasks.opl_hpo.bounds import bernstein_bound, check_delta, hoeffding_bound, t_test_bound
+from sweeper_tasks.opl_hpo.cell import build_part, spec_name
+from sweeper_tasks.opl_hpo.data.base import softmax
+from sweeper_tasks.opl_hpo.data.synthetic import SyntheticLoggedData
+from sweeper_tasks.opl_hpo.policy import fit_logistic
+from sweeper_tasks.opl_hpo.seeding import data_rng
 
 BOUNDS = ("hoeffding", "bernstein", "t_test")
 

@@ -18,7 +18,7 @@ Returned (all finite; values "normalised" are divided by V(pi0), as 001's figure
   (validation, generalisation and surrogate of the best-so-far policy), alpha (alpha_t),
   bias (the trial's own overestimation (V_hat(pi_t) - V(pi_t)) / V(pi0), 001 Fig. 2),
   trial_generalisation (V(pi_t) / V(pi0));
-- trace: names = ``tasks.opl_hpo.policy.NAMES``; values (T, 7): beta, model (0 = LR,
+- trace: names = ``sweeper_tasks.opl_hpo.policy.NAMES``; values (T, 7): beta, model (0 = LR,
   1 = RF), C, l1_ratio, max_depth, min_samples_split, max_samples, -1 where the trial's
   model lacks the setting.
 """
@@ -33,23 +33,29 @@ import numpy as np
 import optuna
 from threadpoolctl import threadpool_limits
 
-from tasks.building import build
-from tasks.opl_hpo.data.base import softmax
-from tasks.opl_hpo.policy import PolicySpace
-from tasks.opl_hpo.seeding import data_rng, model_rng, sampler_seed
-from tasks.storage import DatasetMissingError
+from sweeper_tasks.building import build
+from sweeper_tasks.opl_hpo.data.base import softmax
+from sweeper_tasks.opl_hpo.policy import PolicySpace
+from sweeper_tasks.opl_hpo.seeding import data_rng, model_rng, sampler_seed
+from sweeper_tasks.storage import DatasetMissingError
 
 GROUPS: dict[str, dict[str, str]] = {
     "logged_data": {
-        "synthetic": "tasks.opl_hpo.data.synthetic.SyntheticLoggedData",
-        "obd": "tasks.opl_hpo.data.obd.OBDLoggedData",
+        "synthetic": "sweeper_tasks.opl_hpo.data.synthetic.SyntheticLoggedData",
+        "obd": "sweeper_tasks.opl_hpo.data.obd.OBDLoggedData",
     },
-    "sampler": {"tpe": "tasks.opl_hpo.samplers.TPE", "random": "tasks.opl_hpo.samplers.Random"},
+    "sampler": {
+        "tpe": "sweeper_tasks.opl_hpo.samplers.TPE",
+        "random": "sweeper_tasks.opl_hpo.samplers.Random",
+    },
     "procedure": {
-        "baseline": "tasks.opl_hpo.procedures.Baseline",
-        "cir_hpo": "tasks.opl_hpo.procedures.CIRHPO",
+        "baseline": "sweeper_tasks.opl_hpo.procedures.Baseline",
+        "cir_hpo": "sweeper_tasks.opl_hpo.procedures.CIRHPO",
     },
-    "estimator": {"ips": "tasks.opl_hpo.estimators.IPS", "dr": "tasks.opl_hpo.estimators.DR"},
+    "estimator": {
+        "ips": "sweeper_tasks.opl_hpo.estimators.IPS",
+        "dr": "sweeper_tasks.opl_hpo.estimators.DR",
+    },
 }
 """Each config group's classes (the ablations are CIRHPO with cso or air switched off)."""
 

@@ -7,7 +7,7 @@ lower bound (001 Eq. 11) and the paired t-test of AIR (Eq. 13) all come from the
 - IPS: v_i = pi(a_i | x_i) / pi0(a_i | x_i) r_i.
 - DR:  v_i = sum_a pi(a | x_i) q(x_i, a) + pi(a_i | x_i) / pi0(a_i | x_i) (r_i - q(x_i, a_i)),
   with q a reward model (a logistic model on the same inputs as the LR policies,
-  ``tasks.opl_hpo.policy.lr_design``). 001 does not say where q is fitted; ``DR``'s
+  ``sweeper_tasks.opl_hpo.policy.lr_design``). 001 does not say where q is fitted; ``DR``'s
   ``reward_model`` states it: on D_tr, cross-fitted on D_val, or on a separate log.
 """
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tasks.opl_hpo.data.base import LoggedBandit, Split
-from tasks.opl_hpo.policy import fit_logistic
+from sweeper_tasks.opl_hpo.data.base import LoggedBandit, Split
+from sweeper_tasks.opl_hpo.policy import fit_logistic
 
 
 def importance_weights(pi: np.ndarray, split: Split) -> np.ndarray:

@@ -7,7 +7,7 @@ classifier of the reward fitted on D_tr. theta = (beta, the model, the model's s
 - LR: LogisticRegression(max_iter=1000, elastic net, solver='saga') with C log-uniform in
   [1e-3, 1e3] and l1_ratio in {0.1, ..., 0.9}; the objective is strictly convex, and
   ``solver='cd'`` (the default) minimises it to convergence by proximal Newton
-  (``tasks.opl_hpo.enet_logistic``), where saga at 001's max_iter and tol stops short of
+  (``sweeper_tasks.opl_hpo.enet_logistic``), where saga at 001's max_iter and tol stops short of
   the minimiser at many times the cost (``bench/bench_opl.py``); ``solver='saga'`` is
   001's stated solver;
 - RF: RandomForestClassifier(n_estimators=10) with max_depth and min_samples_split in
@@ -34,7 +34,7 @@ from sklearn.ensemble import RandomForestClassifier
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 
-from tasks.opl_hpo.enet_logistic import HAVE_NUMBA, MISSING_NUMBA, fit_enet_logistic
+from sweeper_tasks.opl_hpo.enet_logistic import HAVE_NUMBA, MISSING_NUMBA, fit_enet_logistic
 
 MODELS = ("lr", "rf")
 SOLVERS = ("cd", "saga")
@@ -134,7 +134,7 @@ def fit_logistic(
 ):
     """Logistic mu_hat on ``lr_design`` inputs (a constant model if r has one value).
 
-    ``solver`` is 'cd' (``tasks.opl_hpo.enet_logistic``, run to convergence; ``max_iter``,
+    ``solver`` is 'cd' (``sweeper_tasks.opl_hpo.enet_logistic``, run to convergence; ``max_iter``,
     ``tol`` and ``random_state`` are scikit-learn's and unused) or a scikit-learn solver
     ('saga': ``random_state`` seeds its sampling order). Repeated (x, a, r) rows are fitted
     once with their count as sample weight: the same objective, fewer rows per epoch."""

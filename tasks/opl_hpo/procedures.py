@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from tasks.opl_hpo.bounds import check_delta, t_test_bound
+from sweeper_tasks.opl_hpo.bounds import check_delta, t_test_bound
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 Source: Saito and Nomura, *Hyperparameter Optimization Can Even be Harmful in Off-Policy
 Learning and How to Deal with It* (IJCAI 2024), the table below Table 2 (V(pi0) and
 V(pi0)/V(pi*) per beta0, synthetic data of Section 3.1) and Table 1 (Appendix A: test
-policy value of the tuned policy on OBD, 5 seeds), as ``tasks.published.Published``
+policy value of the tuned policy on OBD, 5 seeds), as ``sweeper_tasks.published.Published``
 records; cells use the axis names of the opl experiments
 (``logged_data.beta0``, ``procedure``, ``estimator``, ``logged_data``).
 
@@ -13,7 +13,7 @@ improve the final generalisation value at beta0 = 20 by 1.6% and 23.6% (``ABLATI
 
 from __future__ import annotations
 
-from tasks.published import Published
+from sweeper_tasks.published import Published
 
 DISPLAY_NAMES: dict[str, str] = {
     "baseline": "Baseline",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tasks.seeding import stable_hash
+from sweeper_tasks.seeding import stable_hash
 
 
 def data_rng(dataset: str, seed: int) -> np.random.Generator:

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from tasks.bandit_tuning.space import Hyperparameter
+from sweeper_tasks.bandit_tuning.space import Hyperparameter
 
 
 class DivergenceError(FloatingPointError):

@@ -6,11 +6,11 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from tasks.bandit_tuning.algorithms.base import ScheduledAlgorithm, random_arm
-from tasks.bandit_tuning.algorithms.logistic import OnlineLogisticRegression
-from tasks.bandit_tuning.algorithms.ridge import check_regularisation, cholesky_lower
-from tasks.bandit_tuning.algorithms.ucb_glm import GLMParameters, resolve_warmup
-from tasks.bandit_tuning.space import Hyperparameter
+from sweeper_tasks.bandit_tuning.algorithms.base import ScheduledAlgorithm, random_arm
+from sweeper_tasks.bandit_tuning.algorithms.logistic import OnlineLogisticRegression
+from sweeper_tasks.bandit_tuning.algorithms.ridge import check_regularisation, cholesky_lower
+from sweeper_tasks.bandit_tuning.algorithms.ucb_glm import GLMParameters, resolve_warmup
+from sweeper_tasks.bandit_tuning.space import Hyperparameter
 
 
 def glm_tsl_exploration_rate(horizon: int, d: int, noise_sd: float, kappa: float) -> float:

@@ -7,11 +7,11 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from tasks.bandit_tuning.algorithms.base import DivergenceError, ScheduledAlgorithm
-from tasks.bandit_tuning.algorithms.logistic import logistic_kappa, sigmoid
-from tasks.bandit_tuning.algorithms.ridge import RidgeState, check_regularisation
-from tasks.bandit_tuning.algorithms.ucb_glm import GLMParameters
-from tasks.bandit_tuning.space import Hyperparameter
+from sweeper_tasks.bandit_tuning.algorithms.base import DivergenceError, ScheduledAlgorithm
+from sweeper_tasks.bandit_tuning.algorithms.logistic import logistic_kappa, sigmoid
+from sweeper_tasks.bandit_tuning.algorithms.ridge import RidgeState, check_regularisation
+from sweeper_tasks.bandit_tuning.algorithms.ucb_glm import GLMParameters
+from sweeper_tasks.bandit_tuning.space import Hyperparameter
 
 
 def project_to_ball(

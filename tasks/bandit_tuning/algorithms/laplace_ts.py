@@ -7,9 +7,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from tasks.bandit_tuning.algorithms.base import DivergenceError, ScheduledAlgorithm
-from tasks.bandit_tuning.algorithms.logistic import sigmoid
-from tasks.bandit_tuning.space import Hyperparameter
+from sweeper_tasks.bandit_tuning.algorithms.base import DivergenceError, ScheduledAlgorithm
+from sweeper_tasks.bandit_tuning.algorithms.logistic import sigmoid
+from sweeper_tasks.bandit_tuning.space import Hyperparameter
 
 
 def inner_gradient_descent(

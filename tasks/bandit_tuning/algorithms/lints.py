@@ -6,8 +6,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from tasks.bandit_tuning.algorithms.linucb import LinUCB
-from tasks.bandit_tuning.algorithms.ridge import cholesky_lower
+from sweeper_tasks.bandit_tuning.algorithms.linucb import LinUCB
+from sweeper_tasks.bandit_tuning.algorithms.ridge import cholesky_lower
 
 
 class LinTS(LinUCB):

@@ -6,9 +6,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from tasks.bandit_tuning.algorithms.base import ScheduledAlgorithm
-from tasks.bandit_tuning.algorithms.ridge import RidgeState
-from tasks.bandit_tuning.space import Hyperparameter
+from sweeper_tasks.bandit_tuning.algorithms.base import ScheduledAlgorithm
+from sweeper_tasks.bandit_tuning.algorithms.ridge import RidgeState
+from sweeper_tasks.bandit_tuning.space import Hyperparameter
 
 LAMBDA_CANDIDATES = (0.01, 0.1, 1.0)
 """002 Section 6: the tuning set of the regularisation parameter lambda."""

@@ -30,8 +30,8 @@ import math
 import numpy as np
 from scipy.special import expit
 
-from tasks.bandit_tuning.algorithms.base import DivergenceError, check_finite
-from tasks.bandit_tuning.algorithms.ridge import check_regularisation, spd_inverse
+from sweeper_tasks.bandit_tuning.algorithms.base import DivergenceError, check_finite
+from sweeper_tasks.bandit_tuning.algorithms.ridge import check_regularisation, spd_inverse
 
 
 def sigmoid(z: float) -> float:

@@ -13,7 +13,7 @@ import math
 import numpy as np
 from scipy.linalg import lapack
 
-from tasks.bandit_tuning.algorithms.base import DivergenceError, check_finite
+from sweeper_tasks.bandit_tuning.algorithms.base import DivergenceError, check_finite
 
 
 def spd_inverse(matrix: np.ndarray, name: str = "matrix") -> np.ndarray:

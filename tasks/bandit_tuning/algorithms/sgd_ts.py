@@ -7,9 +7,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from tasks.bandit_tuning.algorithms.base import ScheduledAlgorithm, check_finite, random_arm
-from tasks.bandit_tuning.algorithms.logistic import fit_logistic, sigmoid
-from tasks.bandit_tuning.space import Hyperparameter
+from sweeper_tasks.bandit_tuning.algorithms.base import ScheduledAlgorithm, check_finite, random_arm
+from sweeper_tasks.bandit_tuning.algorithms.logistic import fit_logistic, sigmoid
+from sweeper_tasks.bandit_tuning.space import Hyperparameter
 
 
 def epoch_length(horizon: int, n_features: int, epoch_multiplier: float) -> int:

@@ -6,11 +6,11 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from tasks.bandit_tuning.algorithms.base import ScheduledAlgorithm, random_arm
-from tasks.bandit_tuning.algorithms.linucb import LAMBDA_CANDIDATES
-from tasks.bandit_tuning.algorithms.logistic import OnlineLogisticRegression, logistic_kappa
-from tasks.bandit_tuning.algorithms.ridge import RidgeState
-from tasks.bandit_tuning.space import Hyperparameter
+from sweeper_tasks.bandit_tuning.algorithms.base import ScheduledAlgorithm, random_arm
+from sweeper_tasks.bandit_tuning.algorithms.linucb import LAMBDA_CANDIDATES
+from sweeper_tasks.bandit_tuning.algorithms.logistic import OnlineLogisticRegression, logistic_kappa
+from sweeper_tasks.bandit_tuning.algorithms.ridge import RidgeState
+from sweeper_tasks.bandit_tuning.space import Hyperparameter
 
 
 def glm_exploration_rate(

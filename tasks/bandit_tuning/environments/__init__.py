@@ -1,5 +1,5 @@
 """Environments (datasets): each round's arm features and expected rewards, and a reward draw."""
 
-from tasks.bandit_tuning.environments.base import Environment, sigmoid
+from sweeper_tasks.bandit_tuning.environments.base import Environment, sigmoid
 
 __all__ = ["Environment", "sigmoid"]

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tasks.bandit_tuning.environments.base import BlockEnvironment, sigmoid
-from tasks.bandit_tuning.environments.movielens_data import (
+from sweeper_tasks.bandit_tuning.environments.base import BlockEnvironment, sigmoid
+from sweeper_tasks.bandit_tuning.environments.movielens_data import (
     N_MOVIES,
     N_USERS,
     Factors,

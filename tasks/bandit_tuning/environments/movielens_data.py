@@ -15,7 +15,7 @@ user row is a ridge regression on the movies that user rated, solved for all use
 the same for movies. The factors are cached on disk, keyed by the SHA-256 of the ratings
 file and the factorisation parameters, so a sweep factorises once.
 
-Run ``python -m tasks.bandit_tuning.environments.movielens_data`` to fetch the ratings
+Run ``python -m sweeper_tasks.bandit_tuning.environments.movielens_data`` to fetch the ratings
 into the cache directory and factorise them (``--help`` for options).
 """
 
@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from tasks.storage import (
+from sweeper_tasks.storage import (
     DatasetFormatError,
     DatasetMissingError,
     atomic_save_npz,
@@ -44,7 +44,7 @@ from tasks.storage import (
     load_npz,
     sha256_file,
 )
-from tasks.wheels import read_wheel_members
+from sweeper_tasks.wheels import read_wheel_members
 
 GROUPLENS_URL = "https://files.grouplens.org/datasets/movielens/ml-100k.zip"
 #: SHA-256 of GroupLens' ml-100k.zip (4,924,029 bytes; the MD5 GroupLens publishes is
@@ -70,7 +70,7 @@ def how_to_get(cache: Path) -> str:
         f"  - download {GROUPLENS_URL} and either put it in {cache}/ or set "
         "dataset.path=/path/to/ml-100k.zip (or to its extracted u.data);\n"
         "  - without access to grouplens.org: `make movielens` (or `python -m "
-        "tasks.bandit_tuning.environments.movielens_data --source recbole`) extracts the "
+        "sweeper_tasks.bandit_tuning.environments.movielens_data --source recbole`) extracts the "
         f"same ratings from the RecBole {RECBOLE_VERSION} wheel on PyPI into {cache}/"
         f"{INTER_NAME};\n"
         "  - set dataset.cache_dir=DIR (or $SWEEPER_DATA_DIR) to a directory holding one of "

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tasks.bandit_tuning.environments.movielens_data import (
+from sweeper_tasks.bandit_tuning.environments.movielens_data import (
     find_ratings_file,
     movielens_factors,
     read_ratings,

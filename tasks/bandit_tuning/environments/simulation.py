@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tasks.bandit_tuning.environments.base import BlockEnvironment, sigmoid
+from sweeper_tasks.bandit_tuning.environments.base import BlockEnvironment, sigmoid
 
 FEATURE_DISTRIBUTIONS = ("cube", "ball")
 

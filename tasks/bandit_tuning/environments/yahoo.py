@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tasks.bandit_tuning.environments.base import Environment
-from tasks.bandit_tuning.environments.yahoo_data import N_FEATURES, ClickLog, r6a_log
+from sweeper_tasks.bandit_tuning.environments.base import Environment
+from sweeper_tasks.bandit_tuning.environments.yahoo_data import N_FEATURES, ClickLog, r6a_log
 
 
 class Yahoo(Environment):

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tasks.storage import (
+from sweeper_tasks.storage import (
     DatasetFormatError,
     DatasetMissingError,
     atomic_save_npz,

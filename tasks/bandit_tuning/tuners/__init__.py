@@ -1,5 +1,5 @@
 """Top-layer tuners: pick the bottom layer's hyperparameters every round."""
 
-from tasks.bandit_tuning.tuners.base import Tuner
+from sweeper_tasks.bandit_tuning.tuners.base import Tuner
 
 __all__ = ["Tuner"]

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from tasks.bandit_tuning.space import Hyperparameter
+from sweeper_tasks.bandit_tuning.space import Hyperparameter
 
 Theory = Callable[[int], dict[str, float]]
 Declared = tuple[str, tuple[float, ...]] | None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tasks.bandit_tuning.tuners.zooming import ZoomingTuner
+from sweeper_tasks.bandit_tuning.tuners.zooming import ZoomingTuner
 
 
 def default_warmup_rounds(horizon: int, p: int, multiplier: float = 1.0) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from tasks.bandit_tuning.tuners.base import Tuner
+from sweeper_tasks.bandit_tuning.tuners.base import Tuner
 
 
 class Fixed(Tuner):

@@ -7,7 +7,7 @@ from collections.abc import Generator
 
 import numpy as np
 
-from tasks.bandit_tuning.tuners.base import Tuner
+from sweeper_tasks.bandit_tuning.tuners.base import Tuner
 
 
 def default_max_resource(horizon: int) -> float:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tasks.bandit_tuning.tuners.base import Tuner, single_target
+from sweeper_tasks.bandit_tuning.tuners.base import Tuner, single_target
 
 
 class OP(Tuner):

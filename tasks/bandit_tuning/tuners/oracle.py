@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks.bandit_tuning.tuners.zooming import ZoomingTuner
+from sweeper_tasks.bandit_tuning.tuners.zooming import ZoomingTuner
 
 
 class Oracle(ZoomingTuner):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tasks.bandit_tuning.tuners.grid_search import ExploreThenCommit
+from sweeper_tasks.bandit_tuning.tuners.grid_search import ExploreThenCommit
 
 
 class RandomSearch(ExploreThenCommit):

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from tasks.bandit_tuning.tuners.dynamic_mean import DynamicMean, PerHyperparameterD2ME
+from sweeper_tasks.bandit_tuning.tuners.dynamic_mean import DynamicMean, PerHyperparameterD2ME
 
 
 def sd2me_settings(horizon: int, changes: float, drop: str) -> dict[str, float]:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tasks.bandit_tuning.tuners.base import Tuner
-from tasks.bandit_tuning.tuners.exp3 import Exp3
+from sweeper_tasks.bandit_tuning.tuners.base import Tuner
+from sweeper_tasks.bandit_tuning.tuners.exp3 import Exp3
 
 
 class Syndicated(Tuner):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks.bandit_tuning.tuners.base import Tuner
+from sweeper_tasks.bandit_tuning.tuners.base import Tuner
 
 
 class Theory(Tuner):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tasks.bandit_tuning.tuners.base import Tuner, single_target
-from tasks.bandit_tuning.tuners.exp3 import Exp3
+from sweeper_tasks.bandit_tuning.tuners.base import Tuner, single_target
+from sweeper_tasks.bandit_tuning.tuners.exp3 import Exp3
 
 
 class TL(Tuner):

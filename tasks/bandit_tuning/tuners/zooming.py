@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from tasks.bandit_tuning.tuners.base import Tuner
-from tasks.bandit_tuning.tuners.zooming_core import ZoomingCore
+from sweeper_tasks.bandit_tuning.tuners.base import Tuner
+from sweeper_tasks.bandit_tuning.tuners.zooming_core import ZoomingCore
 
 
 class ZoomingTuner(Tuner):

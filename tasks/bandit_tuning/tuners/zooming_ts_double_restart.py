@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tasks.bandit_tuning.tuners.cdt import check_warmup, resolve_warmup
-from tasks.bandit_tuning.tuners.exp3 import Exp3
-from tasks.bandit_tuning.tuners.zooming import ZoomingTuner
+from sweeper_tasks.bandit_tuning.tuners.cdt import check_warmup, resolve_warmup
+from sweeper_tasks.bandit_tuning.tuners.exp3 import Exp3
+from sweeper_tasks.bandit_tuning.tuners.zooming import ZoomingTuner
 
 
 class ZoomingTSDoubleRestart(ZoomingTuner):

@@ -82,7 +82,7 @@ class LoggedBandit:
 
     ``v_optimal`` is V(pi*) of the best policy when it is known (synthetic data), else None;
     ``reward_log`` a separate log of the same logging policy for DR's reward model
-    (``tasks.opl_hpo.estimators.DR``, ``reward_model='separate'``), else None.
+    (``sweeper_tasks.opl_hpo.estimators.DR``, ``reward_model='separate'``), else None.
     """
 
     n_actions: int

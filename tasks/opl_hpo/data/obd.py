@@ -36,15 +36,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tasks.opl_hpo.data.base import LoggedBandit, Split, TestSet
-from tasks.storage import (
+from sweeper_tasks.opl_hpo.data.base import LoggedBandit, Split, TestSet
+from sweeper_tasks.storage import (
     DatasetFormatError,
     DatasetMissingError,
     atomic_write_bytes,
     data_dir,
     sha256_file,
 )
-from tasks.wheels import read_wheel_members
+from sweeper_tasks.wheels import read_wheel_members
 
 OBP_VERSION = "0.4.1"
 WHEEL_PREFIX = "obp/dataset/obd/"
@@ -72,7 +72,7 @@ KNOWN_SHA256 = {
 def how_to_get(cache: Path) -> str:
     return (
         "The Open Bandit Dataset sample can be provided in any of these ways:\n"
-        f"  - `make obd` (or `python -m tasks.opl_hpo.data.obd`) extracts it from the obp "
+        f"  - `make obd` (or `python -m sweeper_tasks.opl_hpo.data.obd`) extracts it from the obp "
         f"{OBP_VERSION} wheel on PyPI into {cache}/obd/;\n"
         "  - copy obp/dataset/obd/{bts,random}/... from that wheel (or the full OBD in the "
         f"same layout, with a {MANIFEST} file of `sha256  relative/path` lines) into "

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tasks.opl_hpo.data.base import LoggedBandit, Split, TestSet, softmax
+from sweeper_tasks.opl_hpo.data.base import LoggedBandit, Split, TestSet, softmax
 
 REWARDS = ("obp", "eq4")
 
