@@ -9,7 +9,7 @@ EXP ?= smoke
 ARGS ?=
 PAPERS ?= ../shared/papers
 
-.PHONY: help reproduce run test test-papers test-slow test-faults test-scale test-range test-slurm bench-scale tracking-server test-experiments test-install test-cluster bench-orchestration bench-tuners lint bench report check-pages clean movielens obd
+.PHONY: help reproduce run test test-papers test-slow test-batch test-faults test-scale test-range test-slurm bench-scale tracking-server test-experiments test-install test-cluster bench-orchestration bench-tuners lint bench report check-pages clean movielens obd
 
 # An editable install: setuptools' import finder maps sweeper_tasks to tasks/ (setup.py); the
 # checkout itself is not put on sys.path, so a tasks.py beside the user shadows nothing of ours.
@@ -38,6 +38,9 @@ test-install: $(STAMP)  ## build the wheel, install it (core; orchestrator) in f
 
 test-cluster: $(STAMP)  ## a real `ray start` head + worker and `ray job submit`; fake autoscaling; the printed MLflow UI link in Chromium (slow)
 	$(BIN)/python -m pytest -q -m slow tests/test_cluster_submit.py tests/test_cluster_autoscale.py tests/test_ui_link.py $(ARGS)
+
+test-batch: $(STAMP)  ## every cell of ablation and candidates batched = alone, to the last digit (slow; main is in `make test`)
+	$(BIN)/python -m pytest -q -m slow tests/test_batch.py $(ARGS)
 
 test-faults: $(STAMP)  ## kill -9 at 30 moments, double Ctrl-C, two drivers: exactly once (slow)
 	$(BIN)/python -m pytest -q -m slow tests/test_faults_injection.py $(ARGS)

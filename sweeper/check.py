@@ -17,7 +17,12 @@ component:
 5. **survives a pickle round trip** (Ray ships configs and results; the family's
    ``build`` hook, if any, gives the built parts to pickle too);
 6. **returns the family's declared metrics**: the lead metric, finite, and every declared
-   curve.
+   curve;
+7. **gives the same numbers in a batch**: when the cell function has a batched form
+   (``function.batch``, docs/architecture.md "Batches of seeds"), two seeds run as one
+   batch give each the numbers it has alone, exactly. The family's ``paths`` hook, if any,
+   says how the component runs in a batch (its own batched implementation, one object per
+   seed, or one seed at a time), and the report prints it.
 
 A family says how to check its components in its task block, ``task.check``::
 
@@ -56,6 +61,7 @@ class Report:
     cells: int = 0
     problems: list[str] = field(default_factory=list)
     not_run: str = ""  # why it could not run (declared missing data)
+    path: str = ""  # how it runs in a batch of seeds (the family's ``paths`` hook)
 
     @property
     def ok(self) -> bool:
@@ -107,6 +113,8 @@ class Checker:
                 report.problems.append(f"does not build: {_first_line(err)}")
             return report
         report.problems += self._deterministic(config, task)
+        report.problems += self._batched(config, task)
+        report.path = self._path(config, component)
         for overrides in self._partners(component, settings):
             try:
                 partner = self._config([*base, *overrides])
@@ -130,6 +138,23 @@ class Checker:
         if not _same(first, again, timing):
             return ["not deterministic: the same config gave different numbers twice"]
         return []
+
+    def _batched(self, config: dict[str, Any], task: Task) -> list[str]:
+        function = self._function(config)
+        if not callable(getattr(function, "batch", None)):
+            return []
+        configs = [{**config, "seed": seed} for seed in (0, 1)]
+        timing = set(task.check.get("timing") or [])
+        together = function.batch(configs)
+        if all(_same(function(c), r, timing) for c, r in zip(configs, together, strict=True)):
+            return []
+        return ["its batch of two seeds gives other numbers than each seed alone"]
+
+    def _path(self, config: dict[str, Any], component: str) -> str:
+        hook = getattr(self._function(config), "paths", None)
+        if hook is None:
+            return ""
+        return str(hook(config).get(component.split("/", 1)[0], ""))
 
     def _contract(self, config: dict[str, Any], result: Any, task: Task) -> list[str]:
         problems = []
@@ -246,7 +271,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     reports = [checker.check(family, name) for family, name in found]
     for report in reports:
         state = "ok" if report.ok else ("not run" if report.not_run else "FAILS")
-        print(f"{state:7s} {report.component} ({report.family}, {report.cells} cell(s))")
+        path = f"; in a batch of seeds: {report.path}" if report.path else ""
+        print(f"{state:7s} {report.component} ({report.family}, {report.cells} cell(s)){path}")
         for problem in [report.not_run, *report.problems]:
             if problem:
                 print(f"          {problem}")

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 from sweeper_tasks.bandit_tuning.algorithms.base import BanditAlgorithm
+from sweeper_tasks.bandit_tuning.batch_cell import run_batch, unbatchable
+from sweeper_tasks.bandit_tuning.batching import (
+    BATCHED,
+    ONE_AT_A_TIME,
+    component_path,
+    environment_path,
+)
 from sweeper_tasks.bandit_tuning.environments.base import Environment
 from sweeper_tasks.bandit_tuning.results import (
     StateTrace,
@@ -186,6 +193,39 @@ def run_cell(config: Mapping[str, Any], probe: Probe | None = None) -> dict[str,
     )
 
 
+def run_cells(configs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Run cells whose configs differ only in their seed; each one's result, as ``run_cell``
+    returns it for that config alone, to the last digit (docs/architecture.md, "Batches of
+    seeds"). With a batched environment the seeds run as one array program
+    (``batch_cell``), else one at a time. An exception of any seed is raised: the
+    orchestrator then runs the cells one at a time, so that it fails that seed's cell only.
+    """
+    started = time.perf_counter()
+    horizon = horizon_of(configs[0])
+    parts = [prepare(config) for config in configs]
+    algorithms, tuners, environments, warmup_rngs = (list(p) for p in zip(*parts, strict=True))
+    if unbatchable(tuners, environments, horizon) is not None:
+        return [run_cell(config) for config in configs]
+    return run_batch(horizon, algorithms, tuners, environments, warmup_rngs, started)
+
+
+def paths(config: Mapping[str, Any]) -> dict[str, str]:
+    """How each part of the cell runs when its seeds run as one batch (``run_cells``):
+    ``batched`` (the class declares a batched implementation), ``per seed`` (one object per
+    seed inside the batch) or, when the environment declares none, ``one seed at a time``
+    for all (``python -m sweeper.check`` reports it; docs/extending.md)."""
+    algorithm, tuner, environment = build_parts(config)
+    if environment_path(environment) == ONE_AT_A_TIME:
+        return dict.fromkeys(("algorithm", "tuner", "dataset"), ONE_AT_A_TIME)
+    return {
+        "algorithm": component_path(algorithm),
+        "tuner": component_path(tuner),
+        "dataset": BATCHED,
+    }
+
+
 run_cell.validate = validate  # the driver calls it once per distinct config before dispatch
 run_cell.conformance = conformance  # sweeper.check holds each cell to its tuner's declaration
 run_cell.build = build_parts  # sweeper.check pickles the built parts (as Ray would ship them)
+run_cell.batch = run_cells  # the launcher sends a group's seeds as one task (sweeper/launch.py)
+run_cell.paths = paths  # sweeper.check reports how each component runs in a batch

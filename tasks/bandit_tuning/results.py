@@ -68,14 +68,18 @@ def cell_result(
     names: Sequence[str],
     values: np.ndarray,
     state: StateTrace,
+    shared_by: int = 1,
 ) -> dict[str, Any]:
-    """Assemble a cell's result from its per-round regret, rewards and traces."""
+    """Assemble a cell's result from its per-round regret, rewards and traces.
+
+    ``runtime_s`` is the time since ``started`` divided by ``shared_by``: the cells of a
+    batch (``batch_cell``) share its time equally."""
     regret = np.cumsum(instant_regret)
     return {
         "summary": {
             "final_regret": float(regret[-1]),
             "cumulative_reward": float(rewards.sum()),
-            "runtime_s": time.perf_counter() - started,
+            "runtime_s": (time.perf_counter() - started) / shared_by,
             "warmup_rounds": warmup,
         },
         "params": dict(params),

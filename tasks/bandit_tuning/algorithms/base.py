@@ -80,6 +80,11 @@ class BanditAlgorithm(ABC):
         """The hyperparameters the tuner controls, in order."""
         return [self.all_hyperparameters[name] for name in self.tuned]
 
+    #: The batched implementation this class declares (docs/extending.md): a class built from
+    #: S reset objects of this class that runs their seeds as one array program. Read from
+    #: the class itself (sweeper_tasks.bandit_tuning.batching), never inherited.
+    batch: ClassVar[type | None] = None
+
     #: Whether the theoretical setting needs the instance's ||theta*|| (003 Section 3's S
     #: written as ||theta*||): the cell then calls ``set_parameter_norm`` before ``reset``.
     needs_parameter_norm: bool = False
@@ -160,6 +165,54 @@ class ScheduledAlgorithm(BanditAlgorithm):
     def constant(self, name: str) -> float:
         """The configured ``default`` of a hyperparameter whose theory is a constant."""
         return self.all_hyperparameters[name].default
+
+
+class BatchScheduled:
+    """S reset objects of one :class:`ScheduledAlgorithm` class run as one array program.
+
+    Subclasses implement ``select(features, hp, t)`` on features (S, K, d) and
+    hyperparameters name -> (S,) and return (S,) arms, and ``update(x, rewards, hp, t)`` on
+    the pulled arms' features (S, d) and rewards (S,); every operation gives each seed the
+    numbers its object gives alone (tests/test_batch.py). The seeds' theoretical tables
+    are stacked, (S, T, hyperparameters); ``rngs`` are the seeds' own generators.
+    """
+
+    def __init__(self, algorithms: Sequence[ScheduledAlgorithm]) -> None:
+        self.algorithms = list(algorithms)
+        first = self.algorithms[0]
+        self.n_seeds = len(self.algorithms)
+        self.n_features = first.n_features
+        self.horizon = first.horizon
+        self.rngs = [a.rng for a in self.algorithms]
+        self._theory_names = first._theory_names
+        self._theory = np.stack([a._theory_table for a in self.algorithms])
+
+    def theoretical(self, t: int) -> dict[str, np.ndarray]:
+        """The theoretical value of every hyperparameter at round ``t``, (S,) each."""
+        columns = self._theory[:, t - 1].T.copy()  # a copy: the table stays as computed
+        return dict(zip(self._theory_names, columns, strict=True))
+
+    def random_arms(self, n_arms: int) -> np.ndarray:
+        """A uniformly random arm per seed from the seed's generator (``random_arm``)."""
+        return np.array([int(rng.integers(n_arms)) for rng in self.rngs])
+
+
+def seed_dots(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a[s] @ b[s] for (S, d) arrays: (S,), the same dot product as one seed's ``a @ b``."""
+    return (a[:, None, :] @ b[:, :, None])[:, 0, 0]
+
+
+def seed_products(matrices: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+    """matrices[s] @ vectors[s] for (S, m, d) and (S, d): (S, m), as one seed's product."""
+    return (matrices @ vectors[:, :, None])[:, :, 0]
+
+
+def check_finite_seeds(name: str, values: np.ndarray, t: int | None = None) -> None:
+    """``check_finite`` of each seed's (S, ...) values: the first seed that diverged raises."""
+    if math.isfinite(float(np.sum(values))):
+        return
+    for s in range(len(values)):
+        check_finite(name, values[s], t)
 
 
 def random_arm(rng: np.random.Generator, features: np.ndarray) -> int:

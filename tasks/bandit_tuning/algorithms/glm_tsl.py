@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from sweeper_tasks.bandit_tuning.algorithms.base import ScheduledAlgorithm, random_arm
-from sweeper_tasks.bandit_tuning.algorithms.logistic import OnlineLogisticRegression
-from sweeper_tasks.bandit_tuning.algorithms.ridge import check_regularisation, cholesky_lower
+from sweeper_tasks.bandit_tuning.algorithms.base import (
+    BatchScheduled,
+    ScheduledAlgorithm,
+    random_arm,
+    seed_products,
+)
+from sweeper_tasks.bandit_tuning.algorithms.logistic import BatchLogistic, OnlineLogisticRegression
+from sweeper_tasks.bandit_tuning.algorithms.ridge import (
+    check_regularisation,
+    cholesky_lower,
+    sample_around,
+)
 from sweeper_tasks.bandit_tuning.algorithms.ucb_glm import GLMParameters, resolve_warmup
 from sweeper_tasks.bandit_tuning.space import Hyperparameter
 
@@ -98,3 +107,28 @@ class GLMTSL(ScheduledAlgorithm, GLMParameters):
 
     def update(self, x: np.ndarray, reward: float, hp: Mapping[str, float], t: int) -> None:
         self.mle.add(x, reward)
+
+
+class BatchGLMTSL(BatchScheduled):
+    """GLM-TSL for S seeds: the logistic MLE and H^-1 stacked (``BatchLogistic``), each
+    seed's draw from its own generator, the arms' scores of all seeds in one product."""
+
+    def __init__(self, algorithms: Sequence[GLMTSL]) -> None:
+        super().__init__(algorithms)
+        self.warmup = algorithms[0].warmup
+        self.mle = BatchLogistic([a.mle for a in algorithms])
+
+    def select(self, features: np.ndarray, hp: Mapping[str, np.ndarray], t: int) -> np.ndarray:
+        mle = self.mle
+        if mle.n < self.warmup:
+            return self.random_arms(features.shape[1])
+        theta = sample_around(mle.theta, mle.hessian_inv, hp["exploration_rate"], self.rngs, "H^-1")
+        return seed_products(features, theta).argmax(axis=1)
+
+    def update(
+        self, x: np.ndarray, rewards: np.ndarray, hp: Mapping[str, np.ndarray], t: int
+    ) -> None:
+        self.mle.add(x, rewards)
+
+
+GLMTSL.batch = BatchGLMTSL

@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from sweeper_tasks.bandit_tuning.algorithms.base import DivergenceError, ScheduledAlgorithm
-from sweeper_tasks.bandit_tuning.algorithms.logistic import logistic_kappa, sigmoid
-from sweeper_tasks.bandit_tuning.algorithms.ridge import RidgeState, check_regularisation
+from sweeper_tasks.bandit_tuning.algorithms.base import (
+    BatchScheduled,
+    DivergenceError,
+    ScheduledAlgorithm,
+    seed_dots,
+    seed_products,
+)
+from sweeper_tasks.bandit_tuning.algorithms.logistic import logistic_kappa, sigmoid, sigmoid_seeds
+from sweeper_tasks.bandit_tuning.algorithms.ridge import (
+    BatchRidge,
+    RidgeState,
+    check_regularisation,
+)
 from sweeper_tasks.bandit_tuning.algorithms.ucb_glm import GLMParameters
 from sweeper_tasks.bandit_tuning.space import Hyperparameter
 
@@ -162,7 +172,7 @@ class GLOC(ScheduledAlgorithm, GLMParameters):
     def update(self, x: np.ndarray, reward: float, hp: Mapping[str, float], t: int) -> None:
         step_parameter = hp["step_parameter"]
         if not step_parameter > 0:
-            raise ValueError(f"GLOC step_parameter must be positive, got {step_parameter}")
+            raise bad_step_parameter(step_parameter)
         z = float(x @ self.ons_theta)
         self.ridge.add(x, z)
         gradient = sigmoid(z) - reward
@@ -174,11 +184,63 @@ class GLOC(ScheduledAlgorithm, GLMParameters):
         candidate = self.ons_theta - (gradient / step_parameter) * gain
         squared_norm = float(candidate @ candidate)
         if not math.isfinite(squared_norm):
-            raise DivergenceError(
-                f"GLOC's online Newton iterate diverged at round {t} (step_parameter "
-                f"{step_parameter}); use a larger step_parameter"
-            )
+            raise diverged(t, step_parameter)
         if squared_norm > self.norm_bound**2:
             candidate = project_to_ball(candidate, self.ons_matrix, self.norm_bound)
             self.projections += 1
         self.ons_theta = candidate
+
+
+def bad_step_parameter(step_parameter: float) -> ValueError:
+    return ValueError(f"GLOC step_parameter must be positive, got {step_parameter}")
+
+
+def diverged(t: int, step_parameter: float) -> DivergenceError:
+    return DivergenceError(
+        f"GLOC's online Newton iterate diverged at round {t} (step_parameter "
+        f"{step_parameter}); use a larger step_parameter"
+    )
+
+
+class BatchGLOC(BatchScheduled):
+    """GLOC for S seeds: the ridge state (``BatchRidge``), the online Newton matrices as
+    (S, d, d) and the iterates as (S, d); a projection onto the ball runs for the seeds
+    whose iterate left it, each as alone."""
+
+    def __init__(self, algorithms: Sequence[GLOC]) -> None:
+        super().__init__(algorithms)
+        self.norm_bound = algorithms[0].norm_bound
+        self.ridge = BatchRidge([a.ridge for a in algorithms])
+        self.ons_matrix = np.stack([a.ons_matrix for a in algorithms])
+        self.ons_inverse = np.stack([a.ons_inverse for a in algorithms])
+        self.ons_theta = np.stack([a.ons_theta for a in algorithms])
+        self.projections = np.zeros(self.n_seeds, dtype=int)
+
+    def select(self, features: np.ndarray, hp: Mapping[str, np.ndarray], t: int) -> np.ndarray:
+        return self.ridge.scores(features, hp["exploration_rate"]).argmax(axis=1)
+
+    def update(
+        self, x: np.ndarray, rewards: np.ndarray, hp: Mapping[str, np.ndarray], t: int
+    ) -> None:
+        step_parameter = hp["step_parameter"]
+        if not (step_parameter > 0).all():
+            raise bad_step_parameter(float(step_parameter[~(step_parameter > 0)][0]))
+        z = seed_dots(x, self.ons_theta)
+        self.ridge.add(x, z)
+        gradient = sigmoid_seeds(z) - rewards
+        ax = seed_products(self.ons_inverse, x)
+        gain = ax / (1.0 + seed_dots(ax, x))[:, None]
+        self.ons_inverse -= gain[:, :, None] * ax[:, None, :]
+        self.ons_matrix += x[:, :, None] * x[:, None, :]
+        candidate = self.ons_theta - (gradient / step_parameter)[:, None] * gain
+        squared_norm = seed_dots(candidate, candidate)
+        finite = np.isfinite(squared_norm)
+        if not finite.all():
+            raise diverged(t, float(step_parameter[~finite][0]))
+        for s in np.flatnonzero(squared_norm > self.norm_bound**2).tolist():
+            candidate[s] = project_to_ball(candidate[s], self.ons_matrix[s], self.norm_bound)
+            self.projections[s] += 1
+        self.ons_theta = candidate
+
+
+GLOC.batch = BatchGLOC

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from sweeper_tasks.bandit_tuning.algorithms.base import DivergenceError, ScheduledAlgorithm
-from sweeper_tasks.bandit_tuning.algorithms.logistic import sigmoid
+from sweeper_tasks.bandit_tuning.algorithms.base import (
+    BatchScheduled,
+    DivergenceError,
+    ScheduledAlgorithm,
+    seed_dots,
+    seed_products,
+)
+from sweeper_tasks.bandit_tuning.algorithms.logistic import sigmoid, sigmoid_seeds
 from sweeper_tasks.bandit_tuning.space import Hyperparameter
 
 
@@ -129,3 +135,55 @@ class LaplaceTS(ScheduledAlgorithm):
         self.mean += c * direction
         p = sigmoid(float(x @ self.mean))
         self.precision += (p * (1.0 - p)) * (x * x)
+
+
+class BatchLaplaceTS(BatchScheduled):
+    """Laplace-TS for S seeds: the diagonal posteriors as (S, d), each seed's draw from its
+    own generator; each seed's inner descent is its own scalar recursion (a few
+    iterations of plain floats, cheaper than an array step)."""
+
+    def __init__(self, algorithms: Sequence[LaplaceTS]) -> None:
+        super().__init__(algorithms)
+        first = algorithms[0]
+        self.tolerance = first.tolerance
+        self.halve_every = first.halve_every
+        self.max_iterations = first.max_iterations
+        self.mean = np.stack([a.mean for a in algorithms])
+        self.precision = np.stack([a.precision for a in algorithms])
+
+    def select(self, features: np.ndarray, hp: Mapping[str, np.ndarray], t: int) -> np.ndarray:
+        noise = np.stack([rng.standard_normal(self.n_features) for rng in self.rngs])
+        noise /= np.sqrt(self.precision)
+        noise += self.mean
+        return seed_products(features, noise).argmax(axis=1)
+
+    def update(
+        self, x: np.ndarray, rewards: np.ndarray, hp: Mapping[str, np.ndarray], t: int
+    ) -> None:
+        label = 2.0 * rewards - 1.0
+        direction = x / self.precision
+        norm = np.sqrt(seed_dots(x, x))
+        moved = np.flatnonzero(norm != 0.0)  # a zero x teaches nothing (LaplaceTS.update)
+        if moved.size < len(norm):
+            x, label, direction, norm = x[moved], label[moved], direction[moved], norm[moved]
+        mean = self.mean[moved]
+        c = np.array(
+            [
+                inner_gradient_descent(*floats, self.halve_every, self.max_iterations)[0]
+                for floats in zip(
+                    seed_dots(x, mean).tolist(),
+                    seed_dots(x, direction).tolist(),
+                    label.tolist(),
+                    hp["step_size"][moved].tolist(),
+                    (self.tolerance / norm).tolist(),
+                    strict=True,
+                )
+            ]
+        )
+        mean += c[:, None] * direction
+        p = sigmoid_seeds(seed_dots(x, mean))
+        self.mean[moved] = mean
+        self.precision[moved] += (p * (1.0 - p))[:, None] * (x * x)
+
+
+LaplaceTS.batch = BatchLaplaceTS

@@ -6,8 +6,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from sweeper_tasks.bandit_tuning.algorithms.linucb import LinUCB
-from sweeper_tasks.bandit_tuning.algorithms.ridge import cholesky_lower
+from sweeper_tasks.bandit_tuning.algorithms.base import seed_products
+from sweeper_tasks.bandit_tuning.algorithms.linucb import BatchLinUCB, LinUCB
+from sweeper_tasks.bandit_tuning.algorithms.ridge import cholesky_lower, sample_around
 
 
 class LinTS(LinUCB):
@@ -41,3 +42,17 @@ class LinTS(LinUCB):
         direction = features @ (factor @ self.rng.standard_normal(self.n_features))
         scores = (features @ ridge.theta)[:, None] + direction[:, None] * np.asarray(rates)[None, :]
         return scores.argmax(axis=0)
+
+
+class BatchLinTS(BatchLinUCB):
+    """LinTS for S seeds: each seed's draw from its own generator, the arms' scores of all
+    seeds in one batched product."""
+
+    def select(self, features: np.ndarray, hp: Mapping[str, np.ndarray], t: int) -> np.ndarray:
+        ridge = self.ridge
+        ridge.set_regularisation(hp["regularisation"])
+        theta = sample_around(ridge.theta, ridge.v_inv, hp["exploration_rate"], self.rngs, "V^-1")
+        return seed_products(features, theta).argmax(axis=1)
+
+
+LinTS.batch = BatchLinTS

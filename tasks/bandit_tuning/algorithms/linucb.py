@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from sweeper_tasks.bandit_tuning.algorithms.base import ScheduledAlgorithm
-from sweeper_tasks.bandit_tuning.algorithms.ridge import RidgeState
+from sweeper_tasks.bandit_tuning.algorithms.base import BatchScheduled, ScheduledAlgorithm
+from sweeper_tasks.bandit_tuning.algorithms.ridge import BatchRidge, RidgeState
 from sweeper_tasks.bandit_tuning.space import Hyperparameter
 
 LAMBDA_CANDIDATES = (0.01, 0.1, 1.0)
@@ -119,3 +119,25 @@ class LinUCB(ScheduledAlgorithm):
     def update(self, x: np.ndarray, reward: float, hp: Mapping[str, float], t: int) -> None:
         self.ridge.set_regularisation(hp["regularisation"])
         self.ridge.add(x, reward)
+
+
+class BatchLinUCB(BatchScheduled):
+    """LinUCB for S seeds: the ridge state as (S, d, d + 1), the scores of every arm of
+    every seed in one batched product (``BatchRidge``)."""
+
+    def __init__(self, algorithms: Sequence[LinUCB]) -> None:
+        super().__init__(algorithms)
+        self.ridge = BatchRidge([a.ridge for a in algorithms])
+
+    def select(self, features: np.ndarray, hp: Mapping[str, np.ndarray], t: int) -> np.ndarray:
+        self.ridge.set_regularisation(hp["regularisation"])
+        return self.ridge.scores(features, hp["exploration_rate"]).argmax(axis=1)
+
+    def update(
+        self, x: np.ndarray, rewards: np.ndarray, hp: Mapping[str, np.ndarray], t: int
+    ) -> None:
+        self.ridge.set_regularisation(hp["regularisation"])
+        self.ridge.add(x, rewards)
+
+
+LinUCB.batch = BatchLinUCB

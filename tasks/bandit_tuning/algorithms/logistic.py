@@ -26,11 +26,18 @@ the default one).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 from scipy.special import expit
 
-from sweeper_tasks.bandit_tuning.algorithms.base import DivergenceError, check_finite
+from sweeper_tasks.bandit_tuning.algorithms.base import (
+    DivergenceError,
+    check_finite,
+    check_finite_seeds,
+    seed_dots,
+    seed_products,
+)
 from sweeper_tasks.bandit_tuning.algorithms.ridge import check_regularisation, spd_inverse
 
 
@@ -259,3 +266,87 @@ class OnlineLogisticRegression:
 
 def _loss(z: np.ndarray, y: np.ndarray, theta: np.ndarray, regularisation: float) -> float:
     return float(np.sum(np.logaddexp(0.0, z) - y * z) + 0.5 * regularisation * (theta @ theta))
+
+
+def sigmoid_seeds(z: np.ndarray) -> np.ndarray:
+    """``sigmoid`` of each seed's number (S,), with the same arithmetic as one seed's."""
+    return np.array([sigmoid(v) for v in z.tolist()])
+
+
+class BatchLogistic:
+    """S seeds' :class:`OnlineLogisticRegression`, stacked on a leading seed axis.
+
+    Every seed adds one observation a round, so all share the history size n and the sizes
+    at which corrections fall. The online Newton step runs for all seeds at once; the exact
+    passes over the history (``correct``, ``refresh_hessian``) and a change of lambda run
+    seed by seed in each seed's own object, which works on its views of the stacks.
+    """
+
+    ARRAYS = ("X", "y", "theta", "hessian", "hessian_inv")
+
+    def __init__(self, models: Sequence[OnlineLogisticRegression]) -> None:
+        self.models = list(models)
+        first = self.models[0]
+        self.n = first.n
+        self._next_correction = first._next_correction
+        self._next_refresh = first._next_refresh
+        self.correction_growth = first.correction_growth
+        self.hessian_growth = first.hessian_growth
+        for name in self.ARRAYS:
+            setattr(self, name, np.stack([getattr(m, name) for m in self.models]))
+        for s in range(len(self.models)):
+            self._bind(s)
+        self.regularisation = np.array([m.regularisation for m in self.models])
+
+    def _bind(self, s: int) -> None:
+        """Seed ``s``'s object works on its views of the stacks."""
+        model = self.models[s]
+        model.n = self.n
+        for name in self.ARRAYS:
+            setattr(model, name, getattr(self, name)[s])
+
+    def _collect(self, s: int) -> None:
+        """Take back the arrays seed ``s``'s object replaced (it assigns new ones)."""
+        model = self.models[s]
+        for name in ("theta", "hessian", "hessian_inv"):
+            getattr(self, name)[s] = getattr(model, name)
+        self._bind(s)
+
+    def _each(self, method: str, seeds: Sequence[int] | None = None) -> None:
+        for s in range(len(self.models)) if seeds is None else seeds:
+            self._bind(s)
+            getattr(self.models[s], method)()
+            self._collect(s)
+
+    def add(self, x: np.ndarray, y: np.ndarray) -> None:
+        """``OnlineLogisticRegression.add`` of every seed: x (S, d), y (S,)."""
+        if self.n == self.X.shape[1]:
+            self.X = np.concatenate([self.X, np.empty_like(self.X)], axis=1)
+            self.y = np.concatenate([self.y, np.empty_like(self.y)], axis=1)
+        self.X[:, self.n] = x
+        self.y[:, self.n] = y
+        self.n += 1
+        mean = sigmoid_seeds(seed_dots(x, self.theta))
+        weight = mean * (1.0 - mean)
+        hx = seed_products(self.hessian_inv, x)
+        denominator = 1.0 + weight * seed_dots(x, hx)
+        self.theta -= hx * ((mean - y) / denominator)[:, None]
+        self.hessian_inv -= hx[:, :, None] * (hx * (weight / denominator)[:, None])[:, None, :]
+        self.hessian += (x * weight[:, None])[:, :, None] * x[:, None, :]
+        refresh = self.n >= self._next_refresh
+        if refresh or self.n >= self._next_correction:
+            self._each("correct")
+            self._next_correction = next_size(self.n, self.correction_growth)
+        if refresh:
+            self._each("refresh_hessian")
+            self._next_refresh = next_size(self.n, self.hessian_growth)
+        if not np.isfinite(self.theta[:, 0]).all():
+            check_finite_seeds("logistic estimate theta_hat", self.theta)
+
+    def set_regularisation(self, regularisation: np.ndarray) -> None:
+        """Each seed whose lambda changes switches it (``set_regularisation``)."""
+        for s in np.flatnonzero(regularisation != self.regularisation).tolist():
+            self._bind(s)
+            self.models[s].set_regularisation(float(regularisation[s]))
+            self._collect(s)
+            self.regularisation[s] = self.models[s].regularisation

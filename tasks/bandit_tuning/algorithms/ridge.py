@@ -9,11 +9,17 @@ V^-1 recomputed by Cholesky, O(d^3) once, so the cost per round never grows with
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 from scipy.linalg import lapack
 
-from sweeper_tasks.bandit_tuning.algorithms.base import DivergenceError, check_finite
+from sweeper_tasks.bandit_tuning.algorithms.base import (
+    DivergenceError,
+    check_finite,
+    check_finite_seeds,
+    seed_dots,
+)
 
 
 def spd_inverse(matrix: np.ndarray, name: str = "matrix") -> np.ndarray:
@@ -40,6 +46,24 @@ def cholesky_lower(matrix: np.ndarray, name: str = "matrix") -> np.ndarray:
             "a sampling covariance lost positive definiteness"
         )
     return factor
+
+
+def sample_around(
+    centres: np.ndarray,
+    covariances: np.ndarray,
+    scales: np.ndarray,
+    rngs: list[np.random.Generator],
+    name: str,
+) -> np.ndarray:
+    """theta_s + scale_s L_s z_s for each seed s, with covariance_s = L_s L_s' and z_s
+    standard normal from the seed's generator: (S, d), as one seed's draw (a Cholesky per
+    seed, the sampling step of LinTS and GLM-TSL)."""
+    theta = np.empty_like(centres)
+    d = centres.shape[1]
+    for s, rng in enumerate(rngs):
+        factor = cholesky_lower(covariances[s], name)
+        theta[s] = centres[s] + scales[s] * (factor @ rng.standard_normal(d))
+    return theta
 
 
 def check_regularisation(value: float) -> float:
@@ -122,4 +146,64 @@ class RidgeState:
     def widths(self, features: np.ndarray) -> np.ndarray:
         """||x||_{V^-1} = sqrt(x' V^-1 x) for every row of ``features``."""
         quadratic = np.einsum("ij,ij->i", features @ self.v_inv, features)
+        return np.sqrt(np.maximum(quadratic, 0.0, out=quadratic), out=quadratic)
+
+
+class BatchRidge:
+    """S seeds' :class:`RidgeState`, ``augmented`` stacked as (S, d, d + 1).
+
+    ``add`` and ``scores`` run all seeds at once with the operations of one seed (the
+    products seed by seed in one batched call); a seed whose lambda changes is switched by
+    its own ``RidgeState``, which works on its view of the stack.
+    """
+
+    def __init__(self, states: Sequence[RidgeState]) -> None:
+        self.states = list(states)
+        self.n_features = d = self.states[0].n_features
+        self.augmented = np.stack([state.augmented for state in self.states])
+        for s, state in enumerate(self.states):
+            state.augmented = self.augmented[s]
+        self.regularisation = np.array([state.regularisation for state in self.states])
+        self._d = d
+
+    @property
+    def v_inv(self) -> np.ndarray:
+        return self.augmented[:, :, : self._d]
+
+    @property
+    def theta(self) -> np.ndarray:
+        return self.augmented[:, :, self._d]
+
+    def set_regularisation(self, regularisation: np.ndarray) -> None:
+        """Each seed whose lambda changes switches it (``RidgeState.set_regularisation``)."""
+        for s in np.flatnonzero(regularisation != self.regularisation).tolist():
+            self.states[s].set_regularisation(float(regularisation[s]))
+            self.regularisation[s] = self.states[s].regularisation
+
+    def add(self, x: np.ndarray, y: np.ndarray) -> None:
+        """``RidgeState.add`` of every seed: x (S, d), y (S,)."""
+        d = self._d
+        row = (x[:, None, :] @ self.augmented)[:, 0]  # [x' V^-1, x' theta_hat] per seed
+        prediction = row[:, d]
+        if not np.isfinite(prediction).all():
+            check_finite_seeds("ridge estimate theta_hat", self.theta)
+        row[:, d] = prediction - y
+        vx = row[:, :d]
+        gain = vx / (1.0 + seed_dots(vx, x))[:, None]
+        self.augmented -= gain[:, :, None] * row[:, None, :]
+
+    def scores(self, features: np.ndarray, exploration_rate: np.ndarray) -> np.ndarray:
+        """``RidgeState.scores`` of every seed: features (S, K, d), rates (S,) -> (S, K)."""
+        d = self._d
+        product = features @ self.augmented
+        quadratic = np.einsum("sij,sij->si", product[:, :, :d], features)
+        np.maximum(quadratic, 0.0, out=quadratic)
+        np.sqrt(quadratic, out=quadratic)
+        quadratic *= exploration_rate[:, None]
+        quadratic += product[:, :, d]
+        return quadratic
+
+    def widths(self, features: np.ndarray) -> np.ndarray:
+        """||x||_{V^-1} of every arm of every seed: features (S, K, d) -> (S, K)."""
+        quadratic = np.einsum("sij,sij->si", features @ self.v_inv, features)
         return np.sqrt(np.maximum(quadratic, 0.0, out=quadratic), out=quadratic)

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from sweeper_tasks.bandit_tuning.algorithms.base import ScheduledAlgorithm, check_finite, random_arm
-from sweeper_tasks.bandit_tuning.algorithms.logistic import fit_logistic, sigmoid
+from sweeper_tasks.bandit_tuning.algorithms.base import (
+    BatchScheduled,
+    ScheduledAlgorithm,
+    check_finite,
+    check_finite_seeds,
+    random_arm,
+    seed_dots,
+    seed_products,
+)
+from sweeper_tasks.bandit_tuning.algorithms.logistic import fit_logistic, sigmoid, sigmoid_seeds
 from sweeper_tasks.bandit_tuning.space import Hyperparameter
 
 
@@ -145,3 +153,75 @@ class SGDTS(ScheduledAlgorithm):
         self.gradient[:] = 0.0
         check_finite("SGD-TS iterate theta_tilde", self.theta_tilde, t)
         self._draw_due = True
+
+
+class BatchSGDTS(BatchScheduled):
+    """SGD-TS for S seeds: the iterates as (S, d), the warm-up MLE and each epoch's draw
+    seed by seed (once per epoch), every round's gradient step of all seeds together.
+    Every seed updates every round, so all share the count n and the epoch."""
+
+    def __init__(self, algorithms: Sequence[SGDTS]) -> None:
+        super().__init__(algorithms)
+        first = algorithms[0]
+        self.tau = first.tau
+        self.projection_radius = first.projection_radius
+        self.mle_regularisation = first.mle_regularisation
+        self.n, self.epoch, self._draw_due = first.n, first.epoch, first._draw_due
+        for name in ("warmup_X", "warmup_y", "theta_hat", "theta_tilde", "theta_bar"):
+            setattr(self, name, np.stack([getattr(a, name) for a in algorithms]))
+        self.theta_ts = np.stack([a.theta_ts for a in algorithms])
+        self.gradient = np.stack([a.gradient for a in algorithms])
+
+    def select(self, features: np.ndarray, hp: Mapping[str, np.ndarray], t: int) -> np.ndarray:
+        if self.n < self.tau:
+            return self.random_arms(features.shape[1])
+        if self._draw_due:
+            scale = hp["exploration_rate"] * math.sqrt(2.0 / self.epoch)
+            for s, rng in enumerate(self.rngs):
+                self.theta_ts[s] = self.theta_bar[s] + scale[s] * rng.standard_normal(
+                    self.n_features
+                )
+            self._draw_due = False
+        return seed_products(features, self.theta_ts).argmax(axis=1)
+
+    def update(
+        self, x: np.ndarray, rewards: np.ndarray, hp: Mapping[str, np.ndarray], t: int
+    ) -> None:
+        tau = self.tau
+        if self.n < tau:
+            self.warmup_X[:, self.n] = x
+            self.warmup_y[:, self.n] = rewards
+            self.n += 1
+            if self.n == tau:
+                for s in range(self.n_seeds):
+                    self.theta_hat[s] = fit_logistic(
+                        self.warmup_X[s], self.warmup_y[s], self.mle_regularisation
+                    )
+                self.theta_tilde = self.theta_hat.copy()
+                self.theta_bar = self.theta_hat.copy()
+                self.epoch = 1
+                self._draw_due = True
+            return
+        self.gradient += (sigmoid_seeds(seed_dots(x, self.theta_tilde)) - rewards)[:, None] * x
+        self.n += 1
+        if self.n % tau == 0:
+            self._close_epoch(hp["step_size"], t)
+
+    def _close_epoch(self, step_size: np.ndarray, t: int) -> None:
+        """``SGDTS._close_epoch`` of every seed."""
+        j = self.n // self.tau
+        self.epoch = j
+        self.theta_tilde -= (step_size / j)[:, None] * self.gradient
+        offset = self.theta_tilde - self.theta_hat
+        distance = np.sqrt(seed_dots(offset, offset))
+        for s in np.flatnonzero(distance > self.projection_radius).tolist():
+            self.theta_tilde[s] = (
+                self.theta_hat[s] + (self.projection_radius / distance[s]) * offset[s]
+            )
+        self.theta_bar += (self.theta_tilde - self.theta_bar) / j
+        self.gradient[:] = 0.0
+        check_finite_seeds("SGD-TS iterate theta_tilde", self.theta_tilde, t)
+        self._draw_due = True
+
+
+SGDTS.batch = BatchSGDTS

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from sweeper_tasks.bandit_tuning.algorithms.base import ScheduledAlgorithm, random_arm
+from sweeper_tasks.bandit_tuning.algorithms.base import (
+    BatchScheduled,
+    ScheduledAlgorithm,
+    random_arm,
+    seed_products,
+)
 from sweeper_tasks.bandit_tuning.algorithms.linucb import LAMBDA_CANDIDATES
-from sweeper_tasks.bandit_tuning.algorithms.logistic import OnlineLogisticRegression, logistic_kappa
-from sweeper_tasks.bandit_tuning.algorithms.ridge import RidgeState
+from sweeper_tasks.bandit_tuning.algorithms.logistic import (
+    BatchLogistic,
+    OnlineLogisticRegression,
+    logistic_kappa,
+)
+from sweeper_tasks.bandit_tuning.algorithms.ridge import BatchRidge, RidgeState
 from sweeper_tasks.bandit_tuning.space import Hyperparameter
 
 
@@ -133,3 +142,37 @@ class UCBGLM(ScheduledAlgorithm, GLMParameters):
         self._set_regularisation(hp["regularisation"])
         self.ridge.add(x, 0.0)  # only V^-1 is used; theta_hat is the logistic MLE
         self.mle.add(x, reward)
+
+
+class BatchUCBGLM(BatchScheduled):
+    """UCB-GLM for S seeds: V^-1 as (S, d, d + 1) (``BatchRidge``) and the logistic MLE
+    as (S, d) (``BatchLogistic``), the widths of every arm of every seed in one product."""
+
+    def __init__(self, algorithms: Sequence[UCBGLM]) -> None:
+        super().__init__(algorithms)
+        self.warmup = algorithms[0].warmup
+        self.ridge = BatchRidge([a.ridge for a in algorithms])
+        self.mle = BatchLogistic([a.mle for a in algorithms])
+
+    def _set_regularisation(self, lam: np.ndarray) -> None:
+        self.ridge.set_regularisation(lam)
+        self.mle.set_regularisation(lam)
+
+    def select(self, features: np.ndarray, hp: Mapping[str, np.ndarray], t: int) -> np.ndarray:
+        if self.mle.n < self.warmup:
+            return self.random_arms(features.shape[1])
+        self._set_regularisation(hp["regularisation"])
+        widths = self.ridge.widths(features)
+        widths *= hp["exploration_rate"][:, None]
+        widths += seed_products(features, self.mle.theta)
+        return widths.argmax(axis=1)
+
+    def update(
+        self, x: np.ndarray, rewards: np.ndarray, hp: Mapping[str, np.ndarray], t: int
+    ) -> None:
+        self._set_regularisation(hp["regularisation"])
+        self.ridge.add(x, np.zeros(len(x)))
+        self.mle.add(x, rewards)
+
+
+UCBGLM.batch = BatchUCBGLM

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import ClassVar
 
 import numpy as np
 
@@ -30,6 +31,11 @@ class Environment(ABC):
     #: The number of arms of the round last observed (before the first ``observe``, the
     #: most any round has). Constant for most datasets; Yahoo's article pool varies.
     n_arms: int
+    #: The batched implementation this class declares (docs/extending.md): a class built
+    #: from S reset environments of this class that shows their rounds on a leading seed
+    #: axis. Read from the class itself, never inherited; without one, a cell on this
+    #: environment runs one seed at a time.
+    batch: ClassVar[type | None] = None
 
     def __init__(self, reward_model: str | None = None) -> None:
         if reward_model is not None and reward_model not in REWARD_MODELS:
@@ -90,13 +96,7 @@ class BlockEnvironment(Environment):
         raise NotImplementedError
 
     def observe(self, t: int) -> tuple[np.ndarray, np.ndarray]:
-        offset = t - self._block_start
-        if not 0 <= offset < self.block_rounds:
-            if t != self._block_start + self.block_rounds:
-                raise ValueError(f"rounds must be observed in order; got {t} after {self._t}")
-            self._draw_block(t)
-            self._block_start, offset = t, 0
-        self._t, self._offset = t, offset
+        offset = advance(self, t)
         return self._features[offset], self._means[offset]
 
     def reward(self, arm: int) -> float:
@@ -104,3 +104,16 @@ class BlockEnvironment(Environment):
         if self._model == "linear":
             return float(mean + self.noise_sd * self._gauss[self._offset])
         return float(self._uniform[self._offset] < mean)
+
+
+def advance(blocks: BlockEnvironment, t: int) -> int:
+    """Round ``t``'s offset in the current block of ``blocks`` (a ``BlockEnvironment`` or
+    its batch), drawing the next block when t leaves it; rounds come in order."""
+    offset = t - blocks._block_start
+    if not 0 <= offset < blocks.block_rounds:
+        if t != blocks._block_start + blocks.block_rounds:
+            raise ValueError(f"rounds must be observed in order; got {t} after {blocks._t}")
+        blocks._draw_block(t)
+        blocks._block_start, offset = t, 0
+    blocks._t, blocks._offset = t, offset
+    return offset

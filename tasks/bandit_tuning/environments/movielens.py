@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from sweeper_tasks.bandit_tuning.environments.base import BlockEnvironment, sigmoid
+from sweeper_tasks.bandit_tuning.environments.batch import BlockBatch
 from sweeper_tasks.bandit_tuning.environments.movielens_data import (
     N_MOVIES,
     N_USERS,
@@ -125,3 +126,6 @@ class MovieLens(BlockEnvironment):
         self._gauss = self._rng.standard_normal(b)
         self._uniform = self._rng.random(b)
         self.arms = arms
+
+
+MovieLens.batch = BlockBatch  # each seed draws its own blocks; they are stacked on a seed axis

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from sweeper_tasks.bandit_tuning.environments.base import BlockEnvironment, sigmoid
+from sweeper_tasks.bandit_tuning.environments.batch import BlockBatch
 
 FEATURE_DISTRIBUTIONS = ("cube", "ball")
 
@@ -108,3 +109,6 @@ class Simulation(BlockEnvironment):
         # One standard normal and one uniform per round: the same noise whatever arm is pulled.
         self._gauss = self._rng.standard_normal(b)
         self._uniform = self._rng.random(b)
+
+
+Simulation.batch = BlockBatch  # each seed draws its own blocks; they are stacked on a seed axis

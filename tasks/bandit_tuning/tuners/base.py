@@ -91,3 +91,26 @@ def single_target(space: Sequence[Hyperparameter], name: str | None) -> int:
             )
         return names.index(name)
     return names.index(EXPLORATION_RATE) if EXPLORATION_RATE in names else 0
+
+
+class BatchTuner:
+    """What the batched tuners share: the seeds' tuners (for their settings), their
+    generators, and the algorithm's theoretical values of all seeds at a round."""
+
+    def __init__(self, tuners: Sequence[Tuner], theory: Callable[[int], dict[str, np.ndarray]]):
+        self.tuners = list(tuners)
+        self.space = self.tuners[0].space
+        self.rngs = [tuner.rng for tuner in self.tuners]
+        self.theory = theory
+        self.n_seeds = len(self.tuners)
+
+    def theoretical(self, t: int) -> dict[str, np.ndarray]:
+        """Every tuned hyperparameter at its theoretical values, (S,) each."""
+        theory = self.theory(t)
+        return {h.name: theory[h.name] for h in self.space}
+
+    def observe(self, rewards: np.ndarray) -> None:
+        """The (S,) rewards the bottom layer earned with the last proposals."""
+
+    def state(self) -> dict[str, np.ndarray]:
+        return {}

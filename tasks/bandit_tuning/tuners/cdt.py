@@ -5,7 +5,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
+from sweeper_tasks.bandit_tuning.tuners.base import BatchTuner
 from sweeper_tasks.bandit_tuning.tuners.zooming import ZoomingTuner
+from sweeper_tasks.bandit_tuning.tuners.zooming_core import BatchZooming
 
 
 def default_warmup_rounds(horizon: int, p: int, multiplier: float = 1.0) -> int:
@@ -108,3 +112,36 @@ class CDT(ZoomingTuner):
 
     def params(self) -> dict[str, float | str]:
         return {**super().params(), "T2": self.T2}
+
+
+class BatchCDT(BatchTuner):
+    """CDT for S seeds: their Zooming TS cores as one ``BatchZooming``, restarted together
+    (every seed restarts at the same rounds, every T2)."""
+
+    def __init__(self, tuners, theory) -> None:
+        super().__init__(tuners, theory)
+        first = self.tuners[0]
+        self.T2, self.rounds, self.interval = first.T2, first.rounds, first.interval
+        self.core = BatchZooming([tuner.core for tuner in self.tuners])
+        self.restarts = np.array([float(tuner.restarts) for tuner in self.tuners])
+
+    def propose(self, t: int) -> dict[str, np.ndarray]:
+        if self.rounds > 0 and self.rounds % self.T2 == 0:
+            self.core.restart()
+            self.restarts += 1
+        self.rounds += 1
+        self.core.remove_dominated()
+        points = self.core.select()
+        if self.interval is not None:
+            a, b = self.interval
+            return {h.name: a + (b - a) * points[:, i] for i, h in enumerate(self.space)}
+        return {h.name: h.from_unit(points[:, i]) for i, h in enumerate(self.space)}
+
+    def observe(self, rewards: np.ndarray) -> None:
+        self.core.update(rewards)
+
+    def state(self) -> dict[str, np.ndarray]:
+        return {"active_arms": self.core.active().astype(float), "restarts": self.restarts}
+
+
+CDT.batch = BatchCDT

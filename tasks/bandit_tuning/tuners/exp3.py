@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -66,3 +67,43 @@ class Exp3:
             raise RuntimeError("EXP3.update called before pull")
         i = self.last
         self.log_weights[i] += self.beta / self.n_arms * float(reward) / self._p[i]
+
+
+class BatchExp3:
+    """S seeds' :class:`Exp3` over one candidate set: weights (S, n), each seed's draw from
+    its own generator.
+
+    ``Generator.choice(n, p=p)`` draws one uniform u and returns the number of entries of
+    the normalised cumulative sum of p that are <= u (a search of the sorted cdf); this
+    does the same for every seed, with each seed's own u and the same arithmetic.
+    """
+
+    def __init__(self, instances: Sequence[Exp3]) -> None:
+        self.instances = list(instances)
+        self.n_arms = self.instances[0].n_arms
+        self.beta = np.array([e.beta for e in self.instances])[:, None]
+        self.rngs = [e.rng for e in self.instances]
+        self.log_weights = np.stack([e.log_weights for e in self.instances])
+        self.seeds = np.arange(len(self.instances))
+        self.last = np.full(len(self.instances), -1)
+
+    def pull(self) -> np.ndarray:
+        """Each seed's draw i_t (line 6), (S,)."""
+        w = np.exp(self.log_weights - self.log_weights.max(axis=1, keepdims=True))
+        w = w / w.sum(axis=1, keepdims=True)
+        p = self.beta / self.n_arms + (1.0 - self.beta) * w
+        if not (p >= 0).all():  # NaN or negative: Generator.choice refuses it
+            raise ValueError(f"EXP3 probabilities are not valid probabilities: {p}")
+        cdf = p.cumsum(axis=1)
+        cdf /= cdf[:, -1:]
+        uniform = np.array([rng.random() for rng in self.rngs])
+        self._p = p
+        self.last = (cdf <= uniform[:, None]).sum(axis=1)
+        return self.last
+
+    def update(self, rewards: np.ndarray) -> None:
+        """Line 10 for every seed: rewards (S,)."""
+        i = self.last
+        self.log_weights[self.seeds, i] += (
+            self.beta[:, 0] / self.n_arms * rewards / self._p[self.seeds, i]
+        )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sweeper_tasks.bandit_tuning.tuners.base import Tuner, single_target
+from sweeper_tasks.bandit_tuning.tuners.base import BatchTuner, Tuner, single_target
 
 
 class OP(Tuner):
@@ -64,3 +64,38 @@ class OP(Tuner):
         if self.candidate_override is not None:
             params["op.candidates"] = str(list(self.candidates))
         return params
+
+
+class BatchOP(BatchTuner):
+    """OP for S seeds: the Beta counts as (S, n); each seed's Beta draws and its coin for
+    the Bernoulli success come from its own generator, as alone."""
+
+    def __init__(self, tuners, theory) -> None:
+        super().__init__(tuners, theory)
+        first = self.tuners[0]
+        self.target = self.space[first.target].name
+        self.candidates = np.array(first.candidates, dtype=float)
+        self.successes = np.stack([tuner.successes for tuner in self.tuners])
+        self.failures = np.stack([tuner.failures for tuner in self.tuners])
+        self.seeds = np.arange(self.n_seeds)
+
+    def propose(self, t: int) -> dict[str, np.ndarray]:
+        draws = np.stack(
+            [
+                rng.beta(a, b)
+                for rng, a, b in zip(self.rngs, self.successes, self.failures, strict=True)
+            ]
+        )
+        self.last = draws.argmax(axis=1)
+        values = self.theoretical(t)
+        values[self.target] = self.candidates[self.last]
+        return values
+
+    def observe(self, rewards: np.ndarray) -> None:
+        coins = np.array([rng.random() for rng in self.rngs])
+        success = (coins < np.minimum(1.0, np.maximum(0.0, rewards))).astype(float)
+        self.successes[self.seeds, self.last] += success
+        self.failures[self.seeds, self.last] += 1.0 - success
+
+
+OP.batch = BatchOP

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from sweeper_tasks.bandit_tuning.tuners.base import Tuner
-from sweeper_tasks.bandit_tuning.tuners.exp3 import Exp3
+import numpy as np
+
+from sweeper_tasks.bandit_tuning.tuners.base import BatchTuner, Tuner
+from sweeper_tasks.bandit_tuning.tuners.exp3 import BatchExp3, Exp3
 
 
 class Syndicated(Tuner):
@@ -36,3 +38,28 @@ class Syndicated(Tuner):
             f"syndicated.beta.{h.name}": exp3.beta
             for h, exp3 in zip(self.space, self.instances, strict=True)
         }
+
+
+class BatchSyndicated(BatchTuner):
+    """Syndicated Bandits for S seeds: one ``BatchExp3`` per hyperparameter, drawn in the
+    order of the space as each seed's tuner draws them from its generator."""
+
+    def __init__(self, tuners, theory) -> None:
+        super().__init__(tuners, theory)
+        self.instances = [
+            BatchExp3([tuner.instances[i] for tuner in self.tuners]) for i in range(len(self.space))
+        ]
+        self.candidates = [np.array(h.candidates, dtype=float) for h in self.space]
+
+    def propose(self, t: int) -> dict[str, np.ndarray]:
+        return {
+            h.name: candidates[exp3.pull()]
+            for h, candidates, exp3 in zip(self.space, self.candidates, self.instances, strict=True)
+        }
+
+    def observe(self, rewards: np.ndarray) -> None:
+        for exp3 in self.instances:
+            exp3.update(rewards)
+
+
+Syndicated.batch = BatchSyndicated

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from sweeper_tasks.bandit_tuning.tuners.base import Tuner
+import numpy as np
+
+from sweeper_tasks.bandit_tuning.tuners.base import BatchTuner, Tuner
 
 
 class Theory(Tuner):
@@ -16,3 +18,13 @@ class Theory(Tuner):
     def propose(self, t: int) -> dict[str, float]:
         values = self.theory(t)
         return {h.name: float(values[h.name]) for h in self.space}
+
+
+class BatchTheory(BatchTuner):
+    """Theory for S seeds: each seed's theoretical values, as the algorithm gives them."""
+
+    def propose(self, t: int) -> dict[str, np.ndarray]:
+        return self.theoretical(t)
+
+
+Theory.batch = BatchTheory

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from sweeper_tasks.bandit_tuning.tuners.base import Tuner, single_target
-from sweeper_tasks.bandit_tuning.tuners.exp3 import Exp3
+import numpy as np
+
+from sweeper_tasks.bandit_tuning.tuners.base import BatchTuner, Tuner, single_target
+from sweeper_tasks.bandit_tuning.tuners.exp3 import BatchExp3, Exp3
 
 
 class TL(Tuner):
@@ -41,3 +43,25 @@ class TL(Tuner):
 
     def params(self) -> dict[str, float | str]:
         return {"tl.tuned": self.space[self.target].name, "tl.beta": self.exp3.beta}
+
+
+class BatchTL(BatchTuner):
+    """TL for S seeds: one ``BatchExp3`` over the candidate set."""
+
+    def __init__(self, tuners, theory) -> None:
+        super().__init__(tuners, theory)
+        first = self.tuners[0]
+        self.target = self.space[first.target].name
+        self.candidates = np.array(first.candidates, dtype=float)
+        self.exp3 = BatchExp3([tuner.exp3 for tuner in self.tuners])
+
+    def propose(self, t: int) -> dict[str, np.ndarray]:
+        values = self.theoretical(t)
+        values[self.target] = self.candidates[self.exp3.pull()]
+        return values
+
+    def observe(self, rewards: np.ndarray) -> None:
+        self.exp3.update(rewards)
+
+
+TL.batch = BatchTL

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -442,3 +443,151 @@ def _largest_gap(
     if hi - reach > best_width:
         best = (reach + hi) / 2.0
     return None if best is None else np.array([best])
+
+
+class BatchZooming:
+    """S seeds' :class:`ZoomingCore`, their per-arm statistics stacked as (S, capacity).
+
+    The steps every round takes run for all seeds at once: the test for a dominated arm
+    (lines 4-5), the Thompson-sampling choice when nothing needs activating (line 10,
+    each seed's normals from its own generator), the update of the pulled arm (line 12)
+    and the test whether its shrunken ball leaves part of A_0 uncovered. What only some
+    seeds need in a round (a removal, an activation, the first pull of an arm, a box to
+    check for cover) runs in that seed's own core, which works on its views of the
+    stacks, so each seed's numbers are those of its core alone.
+    """
+
+    ARRAYS = ("centers", "counts", "means", "radius", "bonus", "lower", "upper")
+
+    def __init__(self, cores: Sequence[ZoomingCore]) -> None:
+        self.cores = list(cores)
+        first = self.cores[0]
+        self.dim = first.dim
+        self.rule = first.rule
+        self.removal = first.removal
+        self.ts_draw = first.ts_draw
+        self.radius_scale = first.radius_scale
+        self.bonus_scale = first.bonus_scale
+        self.seeds = np.arange(len(self.cores))
+        self.rngs = [core.rng for core in self.cores]
+        self._stack()
+
+    def _stack(self) -> None:
+        """Stack the cores' arrays (grown to one capacity) and bind each core to its views."""
+        capacity = max(len(core.counts) for core in self.cores)
+        for core in self.cores:
+            while len(core.counts) < capacity:
+                core._grow()
+        for name in self.ARRAYS:
+            setattr(self, name, np.stack([getattr(core, name) for core in self.cores]))
+        for s, core in enumerate(self.cores):
+            for name in self.ARRAYS:
+                setattr(core, name, getattr(self, name)[s])
+        self.slots = np.arange(capacity)
+
+    def _restack_if_grown(self) -> None:
+        if any(len(core.counts) != len(self.slots) for core in self.cores):
+            self._stack()
+
+    def restart(self) -> None:
+        """A new epoch (line 3) for every seed."""
+        for core in self.cores:
+            core.restart()
+        self._stack()
+
+    def active(self) -> np.ndarray:
+        """(S,) the number of active arms m of each seed."""
+        return np.array([core.m for core in self.cores])
+
+    def remove_dominated(self) -> None:
+        """Lines 4-5 for every seed: the seeds with a dominated arm remove it in their core."""
+        if not self.removal:
+            return
+        m = self.active()
+        live = self.slots < m[:, None]
+        best = np.where(live, self.lower, -math.inf).max(axis=1)
+        worst = np.where(live, self.upper, math.inf).min(axis=1)
+        for s in np.flatnonzero((m >= 2) & (best > worst)).tolist():
+            self.cores[s].remove_dominated()
+
+    def select(self) -> np.ndarray:
+        """Lines 7-10 for every seed; the chosen points, (S, p)."""
+        plain = []
+        for s, core in enumerate(self.cores):
+            if core.pending or core.unpulled:
+                core.select()
+            else:
+                plain.append(s)
+        self._restack_if_grown()
+        if plain:
+            self._choose(plain)
+        last = np.array([core.last for core in self.cores])
+        return self.centers[self.seeds, last]
+
+    def _choose(self, seeds: list[int]) -> None:
+        """argmax I(v) (``ZoomingCore.index``) for ``seeds``, none with an unpulled arm."""
+        m = np.array([self.cores[s].m for s in seeds])
+        score = self.means[seeds] + self.bonus[seeds] * self._draws(seeds, m)
+        score[self.slots >= m[:, None]] = -math.inf
+        for s, arm in zip(seeds, score.argmax(axis=1).tolist(), strict=True):
+            self.cores[s].last = arm
+
+    def _draws(self, seeds: list[int], m: np.ndarray) -> np.ndarray | float:
+        """Z = max(1/sqrt(2 pi), N(0, 1)) per active arm, m[s] normals from each seed's own
+        generator (Eq. 6); 1 for the index without a draw."""
+        if not (self.rule == "ts" and self.ts_draw):
+            return 1.0
+        z = np.zeros((len(seeds), len(self.slots)))
+        for row, (s, count) in enumerate(zip(seeds, m.tolist(), strict=True)):
+            z[row, :count] = self.rngs[s].standard_normal(count)
+        return np.maximum(z, CLIP, out=z)
+
+    def update(self, rewards: np.ndarray) -> None:
+        """Line 12 for every seed: n(v_t) += 1, the running mean, the derived statistics; a
+        shrunken ball whose lost ring no single ball holds is marked in its core."""
+        seeds, arm = self.seeds, np.array([core.last for core in self.cores])
+        old = self.radius[seeds, arm]
+        for s in np.flatnonzero(self.counts[seeds, arm] == 0).tolist():
+            self.cores[s].unpulled -= 1
+        self.counts[seeds, arm] += 1.0
+        n = self.counts[seeds, arm]
+        self.means[seeds, arm] += (rewards - self.means[seeds, arm]) / n
+        root = np.sqrt(np.maximum(n, 1.0))
+        new = self.radius_scale / root
+        f = self.means[seeds, arm]
+        self.radius[seeds, arm] = new
+        self.bonus[seeds, arm] = self.bonus_scale / root
+        self.lower[seeds, arm] = f - new
+        self.upper[seeds, arm] = f + 2.0 * new
+        shrunk = new < old
+        if shrunk.any():
+            self._mark_shrinks(arm, old, new, shrunk)
+
+    def _mark_shrinks(
+        self, arm: np.ndarray, old: np.ndarray, new: np.ndarray, shrunk: np.ndarray
+    ) -> None:
+        """``ZoomingCore._mark_shrink`` of the shrunk seeds: what the cheap tests settle for
+        all seeds at once is settled here, the rest in the seed's core."""
+        center = self.centers[self.seeds, arm]
+        if self.dim == 1:
+            held = self._ring_held(center[:, 0], old, new)
+        else:
+            lo, hi = np.maximum(center - old[:, None], 0.0), np.minimum(center + old[:, None], 1.0)
+            held = (center - new[:, None] <= lo).all(axis=1) & (center + new[:, None] >= hi).all(
+                axis=1
+            )
+        for s in np.flatnonzero(shrunk & ~held).tolist():
+            self.cores[s]._mark_shrink(self.centers[s, arm[s]], old[s], new[s])
+
+    def _ring_held(self, c: np.ndarray, old: np.ndarray, new: np.ndarray) -> np.ndarray:
+        """p = 1: whether each piece of [c - old, c + old] (in [0, 1]) outside [c - new,
+        c + new] lies inside one active interval (removed ones are the core's to test)."""
+        lo, hi = np.maximum(c - old, 0.0), np.minimum(c + old, 1.0)
+        live = self.slots < self.active()[:, None]
+        left = self.centers[:, :, 0] - self.radius
+        right = self.centers[:, :, 0] + self.radius
+        held = np.ones(len(c), dtype=bool)
+        for a, b in ((lo, c - new), (c + new, hi)):
+            inside = (live & (left <= a[:, None]) & (right >= b[:, None])).any(axis=1)
+            held &= inside | ~(b > a)
+        return held
