@@ -4,8 +4,9 @@
 
 ``make test-faults`` runs the same trials as a slow test (tests/test_faults_injection.py)
 and writes the same file. Every trial drives real processes: ``python -m sweeper`` on a
-toy sweep (:data:`ARGS`: 16 cells of 0.6 s, the table flushed every 3 cells) joining one
-Ray instance, then injects a fault, then runs the same command again to the end. Trials:
+toy sweep (:data:`ARGS`: 16 cells of 0.6 s with a batched form, so the launcher sends them
+in batches of a few seeds, the table flushed every 3 cells) joining one Ray instance, then
+injects a fault, then runs the same command again to the end. Trials:
 
 - ``kill``: ``kill -9`` of the driver's process group at a moment drawn uniformly over a
   whole uninterrupted run on a *new* store (so about a third land while Python imports,
@@ -16,7 +17,11 @@ Ray instance, then injects a fault, then runs the same command again to the end.
   same sweep), on a new store, and two different sweeps sharing 8 cells (``seeds=16`` and
   ``seeds=8``): exactly one may run, the other exits 4 naming it;
 - ``poller``: a script polling the new store with ``MlflowClient.search_runs`` while the
-  driver creates it (as ``mlflow ui`` or a report would).
+  driver creates it (as ``mlflow ui`` or a report would);
+- ``worker-kill``: ``kill -9`` of the Ray worker running a batch, at a moment drawn
+  uniformly over the batch's cells (their process id tells which worker runs them), while
+  the driver goes on: the batch's cells not yet returned run again one at a time, and the
+  sweep ends by itself (no resume).
 
 After each trial, checked (:func:`violations`): the resume exits 0; every cell has exactly
 one FINISHED run not tagged ``superseded_by`` (a ``rerun=true`` leaves tagged older ones),
@@ -46,6 +51,7 @@ NAME = "faults"
 CELLS, SLEEP_S, BATCH = 16, 0.6, 3
 ARGS = [
     "task=toy",
+    "cell=sweeper.toy.batched_toy_cell",
     "horizon=50",
     f"seeds={CELLS}",
     f"+toy.sleep_s={SLEEP_S}",
@@ -304,15 +310,45 @@ def poller_trial(workdir: Path, index: int, address: str) -> Trial:
         start_new_session=True,
     )
     time.sleep(1.0)  # the poller is importing MLflow while the driver starts
-    code = finish(spawn(args, db.parent, "driven"))
+    driven = spawn(args, db.parent, "driven")
+    return _to_the_end(driven, db, uri, trial, "beside a poller", then=lambda: finish(poller, 60))
+
+
+def _to_the_end(proc, db: Path, uri: str, trial: Trial, what: str, then=None) -> Trial:
+    """The driver ``proc`` (output ``driven.out``) run to its end: it must exit 0 and leave
+    the store exactly once (``then``: what to wait for after it)."""
+    code = finish(proc)
     trial.exit_codes.append(code)
-    finish(poller, 60)
+    if then is not None:
+        then()
     trial.store_before = store_state(db)
     if code != 0:
         out = (db.parent / "driven.out").read_text()
-        trial.violations.append(f"the driver exited {code} beside a poller: {out[-400:]}")
+        trial.violations.append(f"the driver exited {code} {what}: {out[-400:]}")
     trial.violations += violations(uri)
     return trial
+
+
+def worker_kill_trial(workdir: Path, index: int, address: str, moment: float) -> Trial:
+    """``kill -9`` of the worker running a batch, ``moment`` seconds after its first cell
+    started; the driver runs on to the end."""
+    db, uri, args = _store(workdir, index, address)
+    pids = db.parent / "pids"
+    pids.mkdir()
+    trial = Trial("worker-kill", moment)
+    proc = spawn([*args, f"+toy.pid_dir={pids}"], db.parent, "driven")
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None and not any(pids.iterdir()):
+        time.sleep(0.02)
+    time.sleep(moment)
+    first = min(pids.iterdir(), key=lambda p: p.stat().st_mtime, default=None)
+    if first is not None:
+        try:
+            os.kill(int(first.read_text()), signal.SIGKILL)
+        except (ProcessLookupError, ValueError):
+            trial.resume_notes.append("the worker had already ended")
+    trial.finished_before = finished_runs(db)
+    return _to_the_end(proc, db, uri, trial, "after a worker died")
 
 
 def run_trials(workdir: Path, address: str, kills: int = 30, seed: int = 0, log=print):
@@ -325,6 +361,8 @@ def run_trials(workdir: Path, address: str, kills: int = 30, seed: int = 0, log=
     plan += [("double-sigint", None)] * 3
     plan += [("two-drivers", v) for v in ("interrupted", "new", "overlap")]
     plan += [("poller", None)]
+    batch_s = SLEEP_S * (CELLS // (2 * 2))  # one batch: CELLS // (2 tasks x 2 CPUs) cells
+    plan += [("worker-kill", float(m)) for m in rng.uniform(0, batch_s, 5)]
     trials = []
     for index, (kind, arg) in enumerate(plan, start=1):
         run = measure(
@@ -344,6 +382,8 @@ def _trial(workdir: Path, index: int, address: str, kind: str, arg: object) -> T
         return double_sigint_trial(workdir, index, address)
     if kind == "two-drivers":
         return two_drivers_trial(workdir, index, address, arg)
+    if kind == "worker-kill":
+        return worker_kill_trial(workdir, index, address, arg)
     return poller_trial(workdir, index, address)
 
 
@@ -370,9 +410,10 @@ def write_results(trials: list[Trial], clean_s: float, bench: Bench, out: Path) 
     ray_cpus = ray.cluster_resources().get("CPU", 0)
     lines = [
         "Trials in `bench/bench_faults.py`. Every trial drives real `python -m sweeper` "
-        f"processes on a toy sweep of {CELLS} cells ({SLEEP_S} s each, the table flushed "
-        f"every {BATCH} cells) joining one Ray instance of {ray_cpus:g} CPUs; faults are "
-        "sent to the driver's process group. An uninterrupted run on a new store took "
+        f"processes on a toy sweep of {CELLS} cells ({SLEEP_S} s each, sent in batches of "
+        f"seeds, the table flushed every {BATCH} cells) joining one Ray instance of "
+        f"{ray_cpus:g} CPUs; faults are sent to the driver's process group (a worker-kill "
+        "to the worker running a batch). An uninterrupted run on a new store took "
         f"{clean_s:.1f} s (imports, store creation, cells); kill moments are uniform over it.",
         "",
         f"**{ok} of {len(trials)} trials ended with exactly one current FINISHED run per "

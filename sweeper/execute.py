@@ -76,21 +76,59 @@ def execute(function: str, config: dict[str, Any]) -> Outcome:
     """
     started = time.perf_counter()
     try:
-        result = cell_function(function)(config)
-        if not isinstance(result, Mapping) or not isinstance(result.get("summary"), Mapping):
-            raise TypeError(
-                f"cell function '{function}' returned {type(result).__name__}; it must return "
-                "a mapping with a 'summary' mapping (and optionally 'curves', 'trace', 'params')"
-            )
-        bad = _non_finite(result["summary"])
-        if bad:
-            raise FloatingPointError(f"the cell diverged: its summary is not finite: {bad}")
-        outcome = Outcome("FINISHED", result=dict(result))
-        outcome.artifact = pack(result, config)
+        outcome = finished(function, cell_function(function)(config), config)
     except Exception as err:  # a failing cell never kills a sweep
-        outcome = Outcome(
-            "FAILED", error=f"{type(err).__name__}: {err}", traceback=traceback.format_exc()
-        )
+        outcome = failed(err)
     outcome.wall_s = time.perf_counter() - started
     outcome.libraries = loaded_libraries()
     return outcome
+
+
+def execute_batch(function: str, configs: list[dict[str, Any]]) -> list[Outcome]:
+    """Run cells whose configs differ only in their seed as one call of the cell function's
+    batched form, ``function.batch(configs)`` (their results, in order); each result is
+    checked and becomes its own outcome as in :func:`execute`, with an equal share of the
+    batch's wall time. When the batched call raises, every cell runs again alone
+    (:func:`execute`), so that a seed that fails or diverges fails its own cell only.
+    """
+    started = time.perf_counter()
+    try:
+        results = list(cell_function(function).batch(configs))
+        if len(results) != len(configs):
+            raise TypeError(
+                f"{function}.batch returned {len(results)} results for {len(configs)} configs"
+            )
+    except Exception:  # one seed's failure: each cell alone says whose it is
+        return [execute(function, config) for config in configs]
+    wall_s = (time.perf_counter() - started) / len(configs)
+    outcomes = []
+    for result, config in zip(results, configs, strict=True):
+        try:
+            outcome = finished(function, result, config)
+        except Exception as err:  # this cell's result is bad, not the others'
+            outcome = failed(err)
+        outcome.wall_s = wall_s
+        outcomes.append(outcome)
+    libraries = loaded_libraries()
+    for outcome in outcomes:
+        outcome.libraries = libraries
+    return outcomes
+
+
+def finished(function: str, result: Any, config: dict[str, Any]) -> Outcome:
+    """The outcome of a cell that returned ``result``; raises when the result is not one."""
+    if not isinstance(result, Mapping) or not isinstance(result.get("summary"), Mapping):
+        raise TypeError(
+            f"cell function '{function}' returned {type(result).__name__}; it must return "
+            "a mapping with a 'summary' mapping (and optionally 'curves', 'trace', 'params')"
+        )
+    bad = _non_finite(result["summary"])
+    if bad:
+        raise FloatingPointError(f"the cell diverged: its summary is not finite: {bad}")
+    outcome = Outcome("FINISHED", result=dict(result))
+    outcome.artifact = pack(result, config)
+    return outcome
+
+
+def failed(err: BaseException) -> Outcome:
+    return Outcome("FAILED", error=f"{type(err).__name__}: {err}", traceback=traceback.format_exc())

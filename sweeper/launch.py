@@ -14,6 +14,17 @@ iterating) every cell still in flight is cancelled.
 ``local`` runs the cells one by one in this process, for debugging; its time limit is a
 ``SIGALRM`` timer (main thread only), which interrupts Python code but not a long C call.
 
+**Batches of seeds.** Cells whose configs differ only in their seed form a group; when the
+cell function declares a batched form (``function.batch``, a list of configs -> their
+results), the launcher sends up to ``launcher.batch`` of a group's pending cells as one task
+(:func:`batch_size`: by default the most cells, up to :data:`MAX_BATCH`, that leave at
+least two tasks per CPU for the cells still to run, so smaller batches at the end). The
+task returns one outcome per cell, each recorded as its own run. A batch whose worker dies
+is not retried whole: its cells not yet returned run again one at a time (each with
+``launcher.max_retries``). A batch over the time limit is cancelled, its cells run again
+one at a time, each under the limit, and the sweep sends no more batches (a limit that a
+batch exceeds is too tight for batches).
+
 Either way the driver, not the workers, writes to MLflow.
 """
 
@@ -25,19 +36,29 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, Protocol
 
-from sweeper.cells import Cell
+from sweeper.cells import Cell, canonical_json
 from sweeper.errors import SweepError, whole_number
-from sweeper.execute import Outcome, execute, node_label
+from sweeper.execute import Outcome, cell_function, execute, execute_batch, node_label
 
 POLL_S = 0.5
 """How often the Ray loop wakes up without a result, to refresh progress and check limits."""
 
 LAUNCHERS = ("ray", "local")
+
+MAX_BATCH = 20
+"""The most cells of one group an automatic batch holds: past about 20 seeds a batch saves
+no more time per cell (bench/results/batch.md) while its memory still grows."""
+
+MIN_IN_FLIGHT = 64
+"""Tasks submitted at once when ``launcher.max_in_flight`` is null: twice the CPUs, at
+least this many (more than the CPUs, so that an autoscaler sees demand)."""
 
 
 @dataclass
@@ -85,6 +106,13 @@ def check_launcher(launcher: Mapping[str, Any]) -> None:
     for key, minimum in (("max_in_flight", 1), ("max_retries", 0)):
         if launcher.get(key) is not None:
             whole_number(launcher.get(key), f"launcher.{key}", minimum)
+    if launcher.get("batch") is not None:
+        whole_number(
+            launcher.get("batch"),
+            "launcher.batch",
+            1,
+            "cells of one group per task; 1: one cell per task; null: keeps every CPU busy",
+        )
     cpus = launcher.get("cpus_per_cell")
     if cpus is not None and not (isinstance(cpus, int | float) and cpus > 0):
         raise SweepError(f"launcher.cpus_per_cell must be a positive number of CPUs, got {cpus!r}")
@@ -129,6 +157,94 @@ class Fixed:
         return []
 
 
+def group_of(cell: Cell) -> str:
+    """Everything of a cell's config but its seed: the cells that share it form a group."""
+    return canonical_json({k: v for k, v in cell.config.items() if k != "seed"})
+
+
+@cache
+def batches(function: str) -> bool:
+    """Whether the cell function at ``function`` declares a batched form (``.batch``)."""
+    return callable(getattr(cell_function(function), "batch", None))
+
+
+def batch_size(setting: int | None, pending: int | None, cpus: float) -> int:
+    """Cells per task: ``launcher.batch`` when set; else the most cells, up to
+    :data:`MAX_BATCH`, that leave at least two tasks per CPU for the ``pending`` cells
+    (all of them when unknown), and one cell per task once fewer are left."""
+    if setting is not None:
+        return int(setting)
+    if pending is None:
+        return MAX_BATCH
+    return max(1, min(MAX_BATCH, int(pending // (2 * max(cpus, 1.0)))))
+
+
+def in_flight_cap(launcher: Mapping[str, Any], cpus: float) -> int:
+    """Tasks submitted at once: ``launcher.max_in_flight``, or when null twice the CPUs
+    (at least :data:`MIN_IN_FLIGHT`)."""
+    if launcher.get("max_in_flight") is not None:
+        return max(1, int(launcher["max_in_flight"]))
+    return max(MIN_IN_FLIGHT, int(2 * cpus))
+
+
+class Batcher:
+    """Hands out a source's cells in batches: consecutive cells of one group, in the
+    source's order (a grid lists a group's seeds one after the other). Cells given back
+    (:meth:`again`: of a batch that crashed or ran over its time limit) come first, one at
+    a time, and are not announced as started twice."""
+
+    def __init__(self, source: Source) -> None:
+        self.source = source
+        self.held: deque[Cell] = deque()  # taken from the source, not handed out yet
+        self.retry: deque[Cell] = deque()
+        self.announced: set[str] = set()  # keys of the cells whose start was reported
+        self.batching = True  # off once a batch ran over the time limit
+
+    def pending(self) -> int | None:
+        """Cells still to hand out, when the source knows its size."""
+        left = getattr(self.source, "left", None)
+        return None if left is None else left + len(self.held) + len(self.retry)
+
+    def take(self, size: int) -> list[Cell]:
+        """Up to ``size`` cells of one group (one when the cell function has no batched
+        form); none when the source has nothing ready."""
+        if self.retry:
+            return [self.retry.popleft()]
+        if not self.held:
+            self.held.extend(self.source.take(size if self.batching else 1))
+        if not self.held:
+            return []
+        batch = [self.held.popleft()]
+        if not (self.batching and batches(batch[0].function)):
+            return batch
+        group = group_of(batch[0])
+        while len(batch) < size:
+            if not self.held:
+                self.held.extend(self.source.take(size - len(batch)))
+                if not self.held:
+                    break
+            if group_of(self.held[0]) != group:
+                break
+            batch.append(self.held.popleft())
+        return batch
+
+    def again(self, cells: Sequence[Cell]) -> None:
+        """Cells of a batch that did not finish: they run again, one at a time."""
+        self.retry.extend(cells)
+
+    def more(self) -> bool:
+        return bool(self.retry or self.held) or self.source.more()
+
+    def starts(self, cells: Sequence[Cell]) -> list[Cell]:
+        """Of ``cells`` that just started, those whose start is news to the driver."""
+        new = [cell for cell in cells if cell.key not in self.announced]
+        self.announced.update(cell.key for cell in new)
+        return new
+
+    def done(self, cell: Cell) -> None:
+        self.announced.discard(cell.key)
+
+
 def launch(cells: Sequence[Cell] | Source, launcher: Mapping[str, Any]) -> Iterator[Event]:
     """Run ``cells`` (a sequence, or a :class:`Source` fed by the outcomes the consumer
     sees) and yield their events as they happen (see the module docstring)."""
@@ -136,10 +252,12 @@ def launch(cells: Sequence[Cell] | Source, launcher: Mapping[str, Any]) -> Itera
     source = cells if hasattr(cells, "take") else Fixed(cells)
     if not source.more():  # nothing to run: no Ray to start (a resume of a finished sweep)
         return
+    setting = launcher.get("batch")
+    setting = None if setting is None else int(setting)
     if launcher.get("name", "ray") == "local":
-        yield from _launch_local(source, timeout_of(launcher))
+        yield from _launch_local(Batcher(source), setting, timeout_of(launcher))
     else:
-        yield from _launch_ray(source, launcher)
+        yield from _launch_ray(Batcher(source), setting, launcher)
 
 
 def timed_out_outcome(seconds: float, elapsed: float, **where: Any) -> Outcome:
@@ -180,18 +298,31 @@ def _alarm(seconds: float | None) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def _launch_local(source: Source, seconds: float | None) -> Iterator[Event]:
+def _launch_local(batcher: Batcher, setting: int | None, seconds: float | None) -> Iterator[Event]:
     node = node_label(None, None)
-    while cells := source.take(1):
-        cell = cells[0]
-        yield Event("started", cell, node=node)
+    while cells := batcher.take(batch_size(setting, batcher.pending(), 1.0)):
+        for cell in batcher.starts(cells):
+            yield Event("started", cell, node=node)
         started = time.perf_counter()
         try:
             with _alarm(seconds):
-                outcome = execute(cell.function, cell.config)
+                outcomes = _run(cells)
         except _CellTimeout:
-            outcome = timed_out_outcome(seconds, time.perf_counter() - started)
-        yield Event("finished", cell, outcome)
+            if len(cells) > 1:  # too slow as a batch: each cell again, alone
+                batcher.again(cells)
+                batcher.batching = False
+                continue
+            outcomes = [timed_out_outcome(seconds, time.perf_counter() - started)]
+        for cell, outcome in zip(cells, outcomes, strict=True):
+            batcher.done(cell)
+            yield Event("finished", cell, outcome)
+
+
+def _run(cells: Sequence[Cell]) -> list[Outcome]:
+    """The outcomes of a batch (one cell: ``execute``, several: ``execute_batch``)."""
+    if len(cells) == 1:
+        return [execute(cells[0].function, cells[0].config)]
+    return execute_batch(cells[0].function, [cell.config for cell in cells])
 
 
 # --- ray --------------------------------------------------------------------------------
@@ -273,7 +404,7 @@ def check_fits(cpus_per_cell: float, embedded: bool) -> None:
 
 
 def _ray_cell(function: str, config: dict[str, Any]) -> Iterator[Any]:
-    """The Ray task: announce where and when it starts, then run the cell."""
+    """The Ray task of one cell: announce where and when it starts, then run the cell."""
     import ray
 
     context = ray.get_runtime_context()
@@ -286,41 +417,69 @@ def _ray_cell(function: str, config: dict[str, Any]) -> Iterator[Any]:
     yield outcome
 
 
+def _ray_cells(function: str, configs: list[dict[str, Any]]) -> Iterator[Any]:
+    """The Ray task of a batch: announce where and when it starts, run the cells as one
+    call of the function's batched form, then yield each cell's outcome in order."""
+    import ray
+
+    node_id = ray.get_runtime_context().get_node_id()
+    node_ip = ray.util.get_node_ip_address()
+    yield {"node_id": node_id, "node_ip": node_ip, "started": time.time()}
+    for outcome in execute_batch(function, configs):
+        outcome.node_id = node_id
+        outcome.node_ip = node_ip
+        yield outcome
+
+
 @dataclass
 class _Slot:
-    cell: Cell
+    cells: list[Cell]
     started: float | None = None  # when the driver heard of the first start (time.time())
     node_ip: str | None = None
     node_id: str | None = None
+    received: int = 0  # the outcomes received so far, in the order of ``cells``
+    retry: Callable[[Sequence[Cell]], None] | None = field(default=None, repr=False)
 
     @property
     def where(self) -> dict[str, Any]:
         return {"node_ip": self.node_ip, "node_id": self.node_id}
 
+    @property
+    def rest(self) -> list[Cell]:
+        """The cells without an outcome yet."""
+        return self.cells[self.received :]
 
-def _launch_ray(source: Source, launcher: Mapping[str, Any]) -> Iterator[Event]:
+
+def _launch_ray(
+    batcher: Batcher, setting: int | None, launcher: Mapping[str, Any]
+) -> Iterator[Event]:
     import ray
 
     init_ray(launcher)
     max_retries = int(launcher.get("max_retries", 2))
-    remote = ray.remote(_ray_cell).options(
-        max_retries=max_retries,
-        retry_exceptions=False,  # a cell's own exception is an outcome, not a retry
-        num_cpus=float(launcher.get("cpus_per_cell") or 1),
-        scheduling_strategy=str(launcher.get("scheduling_strategy") or "DEFAULT"),
-    )
-    limit = timeout_of(launcher)
-    max_in_flight = max(1, int(launcher.get("max_in_flight") or 64))
     cpus_per_cell = float(launcher.get("cpus_per_cell") or 1)
+    options = {
+        "retry_exceptions": False,  # a cell's own exception is an outcome, not a retry
+        "num_cpus": cpus_per_cell,
+        "scheduling_strategy": str(launcher.get("scheduling_strategy") or "DEFAULT"),
+    }
+    one = ray.remote(_ray_cell).options(max_retries=max_retries, **options)
+    many = ray.remote(_ray_cells).options(max_retries=0, **options)  # the driver retries
+    limit = timeout_of(launcher)
+    cpus = _Cpus(cpus_per_cell)
     in_flight: dict[Any, _Slot] = {}
     try:
         while True:
-            free = max_in_flight - len(in_flight)
-            cells = source.take(free)
-            if len(cells) < free:  # the source is starved: fill CPUs that would idle
-                cells += source.speculate(_idle(len(in_flight) + len(cells), cpus_per_cell))
-            for cell in cells:
-                in_flight[remote.remote(cell.function, cell.config)] = _Slot(cell)
+            cap, starved = in_flight_cap(launcher, cpus()), False
+            while len(in_flight) < cap:
+                cells = batcher.take(batch_size(setting, batcher.pending(), cpus()))
+                if not cells:
+                    starved = True
+                    break
+                in_flight[_submit(one, many, cells)] = _Slot(cells, retry=batcher.again)
+            if starved:  # the source has nothing ready: fill CPUs that would idle
+                for cells in _by_group(batcher.source.speculate(int(cpus()) - len(in_flight))):
+                    in_flight[_submit(one, many, cells)] = _Slot(cells, retry=batcher.again)
             if not in_flight:
                 break  # nothing running and nothing handed out: the source is done
             refs = list(in_flight)  # every one ready now (one wait per event is slow), else
@@ -328,9 +487,9 @@ def _launch_ray(source: Source, launcher: Mapping[str, Any]) -> Iterator[Event]:
             if not ready:
                 ready, _ = ray.wait(refs, num_returns=1, timeout=_wait_s(in_flight, limit))
             for generator in ready:
-                yield from _receive(generator, in_flight, max_retries)
+                yield from _receive(generator, in_flight, max_retries, batcher)
             if limit is not None:
-                yield from _expire(in_flight, limit)
+                yield from _expire(in_flight, limit, batcher)
             if not ready:
                 yield Event("tick")
     finally:
@@ -338,11 +497,39 @@ def _launch_ray(source: Source, launcher: Mapping[str, Any]) -> Iterator[Event]:
             ray.cancel(generator, force=True)
 
 
-def _idle(running: int, cpus_per_cell: float) -> int:
-    """How many more cells the cluster's CPUs hold now, beyond ``running``."""
-    import ray
+def _submit(one: Any, many: Any, cells: Sequence[Cell]) -> Any:
+    if len(cells) == 1:
+        return one.remote(cells[0].function, cells[0].config)
+    return many.remote(cells[0].function, [cell.config for cell in cells])
 
-    return int(ray.cluster_resources().get("CPU", 0.0) // cpus_per_cell) - running
+
+def _by_group(cells: Sequence[Cell]) -> list[list[Cell]]:
+    """Speculative cells in batches: consecutive cells of one group together."""
+    out: list[list[Cell]] = []
+    for cell in cells:
+        if out and batches(cell.function) and group_of(out[-1][0]) == group_of(cell):
+            out[-1].append(cell)
+        else:
+            out.append([cell])
+    return out
+
+
+class _Cpus:
+    """The cluster's CPUs in cells (``cpus_per_cell`` each), asked of Ray at most once a
+    second: an autoscaler may add nodes while the sweep runs."""
+
+    def __init__(self, cpus_per_cell: float) -> None:
+        self.cpus_per_cell = cpus_per_cell
+        self.value, self.asked = 1.0, -1.0
+
+    def __call__(self) -> float:
+        import ray
+
+        now = time.monotonic()
+        if now - self.asked >= 1.0:
+            self.value = max(1.0, ray.cluster_resources().get("CPU", 0.0) // self.cpus_per_cell)
+            self.asked = now
+        return self.value
 
 
 def _wait_s(in_flight: Mapping[Any, _Slot], limit: float | None) -> float:
@@ -353,7 +540,12 @@ def _wait_s(in_flight: Mapping[Any, _Slot], limit: float | None) -> float:
     return max(0.0, min([POLL_S, *deadlines]))
 
 
-def _receive(generator: Any, in_flight: dict[Any, _Slot], max_retries: int) -> Iterator[Event]:
+def _receive(
+    generator: Any,
+    in_flight: dict[Any, _Slot],
+    max_retries: int,
+    batcher: Batcher | None = None,
+) -> Iterator[Event]:
     import ray
 
     slot = in_flight[generator]
@@ -362,26 +554,40 @@ def _receive(generator: Any, in_flight: dict[Any, _Slot], max_retries: int) -> I
     except ray.exceptions.RayError as err:  # the worker died more often than max_retries,
         # a lost node or object, out of memory, a cancelled task
         del in_flight[generator]
+        if len(slot.cells) > 1 and slot.retry is not None:  # a batch: its cells again, alone
+            slot.retry(slot.rest)
+            return
         if slot.started is None:  # e.g. the raylet died with the cell still queued
             how = "the cell never started"
         else:
             how = f"after up to {max_retries + 1} attempt(s)"
-        yield Event(
-            "finished",
-            slot.cell,
-            Outcome("FAILED", error=f"{type(err).__name__} ({how}): {err}"[:2000], **slot.where),
+        outcome = Outcome(
+            "FAILED", error=f"{type(err).__name__} ({how}): {err}"[:2000], **slot.where
         )
+        yield _finished(slot, outcome, batcher)
         return
     if isinstance(value, Outcome):
-        del in_flight[generator]
-        yield Event("finished", slot.cell, value)
+        if slot.received + 1 == len(slot.cells):
+            del in_flight[generator]
+        yield _finished(slot, value, batcher)
     else:
         slot.started = time.time()  # the driver's clock: no skew between nodes
         slot.node_ip, slot.node_id = value.get("node_ip"), value.get("node_id")
-        yield Event("started", slot.cell, node=node_label(slot.node_ip, slot.node_id))
+        node = node_label(slot.node_ip, slot.node_id)
+        for cell in batcher.starts(slot.cells) if batcher else slot.cells:
+            yield Event("started", cell, node=node)
 
 
-def _expire(in_flight: dict[Any, _Slot], limit: float) -> Iterator[Event]:
+def _finished(slot: _Slot, outcome: Outcome, batcher: Batcher | None) -> Event:
+    """The event of the slot's next cell, which ``outcome`` is."""
+    cell = slot.cells[slot.received]
+    slot.received += 1
+    if batcher is not None:
+        batcher.done(cell)
+    return Event("finished", cell, outcome)
+
+
+def _expire(in_flight: dict[Any, _Slot], limit: float, batcher: Batcher) -> Iterator[Event]:
     import ray
 
     now = time.time()
@@ -389,5 +595,10 @@ def _expire(in_flight: dict[Any, _Slot], limit: float) -> Iterator[Event]:
         if slot.started is not None and now - slot.started >= limit:
             ray.cancel(generator, force=True)
             del in_flight[generator]
-            outcome = timed_out_outcome(limit, now - slot.started, **slot.where)
-            yield Event("finished", slot.cell, outcome)
+            if len(slot.cells) > 1:  # too slow as a batch: each cell again, alone
+                batcher.again(slot.rest)
+                batcher.batching = False
+                continue
+            yield _finished(
+                slot, timed_out_outcome(limit, now - slot.started, **slot.where), batcher
+            )

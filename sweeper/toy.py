@@ -13,6 +13,8 @@ setting) in microseconds, and misbehaves on request through the config key
   in this directory remembers the attempt), so Ray's retry finishes it;
 - ``pid_dir``: each cell writes its process id there (to check that a cancelled cell's
   process is really gone);
+- ``batch_dir``: with ``cell=sweeper.toy.batched_toy_cell``, each batch writes the seeds
+  it ran there (``batch-<first seed>.json``), so tests see how the launcher grouped them;
 - ``shift``: added to the final value (an option that is worse by that much, paired by
   seed), and ``noise``: the standard deviation of a normal draw added to it, its own per
   (seed, shift) (a comparison that a few seeds settle, or never) (seeds until decided).
@@ -20,6 +22,7 @@ setting) in microseconds, and misbehaves on request through the config key
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Mapping
@@ -78,3 +81,23 @@ def validate(config: Mapping[str, Any]) -> None:
 
 
 toy_cell.validate = validate
+
+
+def batched_toy_cell(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``toy_cell`` with a batched form (``cell=sweeper.toy.batched_toy_cell``): the
+    launcher's tests and fault trials of batches of seeds."""
+    return toy_cell(config)
+
+
+def toy_batch(configs: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The batched form: the cells one after the other in one process, so a seed that
+    fails, hangs or crashes does so inside the batch."""
+    toy = dict(configs[0].get("toy") or {})
+    if toy.get("batch_dir"):
+        seeds = [int(c.get("seed", 0)) for c in configs]
+        Path(toy["batch_dir"], f"batch-{seeds[0]}.json").write_text(json.dumps(seeds))
+    return [toy_cell(config) for config in configs]
+
+
+batched_toy_cell.validate = validate
+batched_toy_cell.batch = toy_batch

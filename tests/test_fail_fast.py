@@ -229,7 +229,7 @@ def test_a_lost_cell_says_whether_it_ever_started():
 
     cell = Cell({"cell": "sweeper.toy.toy_cell", "seed": 0})
     queued, started = lost(NodeDiedError("the raylet died")), lost(NodeDiedError("the raylet died"))
-    in_flight = {queued: _Slot(cell), started: _Slot(cell, started=time.time())}
+    in_flight = {queued: _Slot([cell]), started: _Slot([cell], started=time.time())}
     (never,) = _receive(queued, in_flight, max_retries=2)
     (tried,) = _receive(started, in_flight, max_retries=2)
     assert "NodeDiedError (the cell never started): the raylet died" in never.outcome.error
@@ -238,6 +238,6 @@ def test_a_lost_cell_says_whether_it_ever_started():
     # an error that is not Ray's is a fault of the driver's own code: it is raised, not
     # recorded as the cell's failure
     ours = lost(KeyError("node_ip"))
-    in_flight[ours] = _Slot(cell)
+    in_flight[ours] = _Slot([cell])
     with pytest.raises(KeyError, match="node_ip"):
         list(_receive(ours, in_flight, max_retries=2))

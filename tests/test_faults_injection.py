@@ -1,5 +1,6 @@
-"""``make test-faults``: kill -9, double Ctrl-C, concurrent drivers and a poller against real
-sweeps, each followed by a run to the end (trials: ``bench/bench_faults.py``).
+"""``make test-faults``: kill -9 of the driver and of a worker mid-batch, double Ctrl-C,
+concurrent drivers and a poller against real sweeps of batched cells, each followed by a
+run to the end (trials: ``bench/bench_faults.py``).
 
 It writes what it saw to bench/results/faults.md (quoted by docs/faults.md)
 and fails if any trial broke "exactly one FINISHED run per cell, nothing RUNNING, the
@@ -35,5 +36,6 @@ def test_every_fault_ends_with_exactly_one_finished_run_per_cell(
     trials, clean_s = faults.run_trials(tmp_path, ray_address, kills=30, seed=0)
     faults.write_results(trials, clean_s, bench, faults.RESULTS)
     assert len([t for t in trials if t.kind == "kill"]) == 30
+    assert len([t for t in trials if t.kind == "worker-kill"]) == 5
     broken = [(t.kind, t.moment_s, t.violations) for t in trials if t.violations]
     assert not broken, broken
