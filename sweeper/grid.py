@@ -64,6 +64,20 @@ def _blocks(grid: Any) -> list[dict[str, list[Any]]]:
     return out
 
 
+def written_size(cfg: DictConfig) -> int:
+    """The cells of the experiment ``cfg`` as its ``sweep.grid`` is written: over its blocks,
+    the product of their axes' lengths, times the seeds (a seed budget's ``max``); no option
+    is composed, so a duplicate cell counts twice (:func:`expand` gives the exact count)."""
+    grid = OmegaConf.select(cfg, "sweep.grid")
+    blocks = _blocks(OmegaConf.to_container(grid, resolve=True) if grid is not None else None)
+    seeds = seed_count(cfg) or 1
+    return sum(
+        math.prod(len(v) for k, v in block.items() if k != "seed")
+        * (len(block["seed"]) if "seed" in block else seeds)
+        for block in blocks
+    )
+
+
 def expand(
     cfg: DictConfig,
     compose: Composer,

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shlex
 import signal
 import sys
 import threading
@@ -30,6 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 from sweeper import settings
 from sweeper.adaptive import AdaptiveSeeds
 from sweeper.cells import Cell, canonical_json
+from sweeper.command import resume_lines, sweep_command
 from sweeper.dryrun import dry_run
 from sweeper.errors import StoreFailed, SweepError
 from sweeper.execute import Outcome, cell_function
@@ -73,7 +73,7 @@ class SweepResult:
     reaped: int = 0
     rebuilt_rows: int = 0
     carried_over: int = 0
-    resume_command: str = ""
+    resume_command: str = ""  # as printed: the line to paste and its notes (sweeper/command.py)
     task: Task = GENERIC
     settings: dict[str, str] = field(default_factory=dict)  # cell key -> its run name sans seed
     experiment_id: str = ""
@@ -145,7 +145,7 @@ def run_sweep(
         dry_run(cfg, cells, out)
         return SweepResult(str(cfg.experiment.name), "", len(cells), 0)
     check_store(uri)
-    command = _command(cli_overrides)
+    command = sweep_command(cli_overrides).shell()  # the lock's holder, for other drivers
     name = settings.experiment_name(cfg.experiment.get("name"))
     with SweepStore.open(
         uri, name, task_of(cfg), cfg.tracking.get("artifacts_destination"), command,
@@ -182,7 +182,7 @@ def _sweep(
         store.uri,
         len(cells),
         len(cells) - len(todo),
-        resume_command=_command(cli_overrides),
+        resume_command=resume_lines(cli_overrides),
         carried_over=done.carried,
         task=store.task,
         settings={c.key: c.setting for c in cells},
@@ -462,13 +462,6 @@ def _graceful_stop(progress: Progress) -> Iterator[_Stop]:
             signal.signal(sig, handler)
 
 
-def _command(cli_overrides: Sequence[str]) -> str:
-    """The command that runs (resumes) this sweep, a password in a URI redacted (it is
-    printed, and recorded in the lock file and the lease's tag)."""
-    text = " ".join(["python -m sweeper", *(shlex.quote(o) for o in cli_overrides)])
-    return settings.redact(text)
-
-
 def _first_line(text: str) -> str:
     line = text.strip().splitlines()[0] if text.strip() else text
     return line if len(line) <= 300 else line[:297] + "..."
@@ -524,13 +517,13 @@ def print_summary(result: SweepResult, out: TextIO = sys.stdout) -> None:
             f"\nThe MLflow store failed: {result.store_error}\nThe cells logged before it are "
             "kept and the cells in flight were cancelled. Fix the store (free disk space, "
             "restart the tracking server, ...), then resume (only the missing cells run) "
-            f"with:\n  {result.resume_command}",
+            f"with:\n{result.resume_command}",
             file=out,
         )
     elif result.interrupted:
         print(
             "\nInterrupted: finished cells are kept. Resume (only the missing cells run) with:\n"
-            f"  {result.resume_command}",
+            f"{result.resume_command}",
             file=out,
         )
     elif result.failed:

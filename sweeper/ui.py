@@ -16,6 +16,9 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
+from sweeper.command import tool
+from sweeper.settings import redact
+
 UI_PORT = 5000
 """Where ``mlflow ui`` serves by default."""
 
@@ -30,8 +33,10 @@ def experiment_url(server: str, experiment_id: str) -> str:
 
 def browse_hint(tracking_uri: str, experiment_id: str) -> str:
     """How to open the experiment's runs: its address on a tracking server, or the
-    ``mlflow ui`` command for a local store and the address it will serve."""
+    ``mlflow ui`` command for a local store (the package's own ``mlflow``, in the
+    directory the sweep ran in: sweeper/command.py) and the address it will serve."""
     if tracking_uri.split(":", 1)[0] in ("http", "https"):
-        return f"open {experiment_url(tracking_uri, experiment_id)}"
+        return redact(f"open {experiment_url(tracking_uri, experiment_id)}")
     local = experiment_url(f"http://127.0.0.1:{UI_PORT}", experiment_id)
-    return f"mlflow ui --backend-store-uri {tracking_uri}, then open {local}"
+    serve = tool("mlflow", "ui", "--backend-store-uri", tracking_uri).shell()
+    return f"start MLflow's UI with\n    {serve}\n  then open {local}"

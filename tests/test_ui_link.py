@@ -16,7 +16,7 @@ from sweeper.report.pagecheck import check_ui
 from sweeper.servers import mlflow_server
 from sweeper.sweep import SweepResult, print_summary, run_sweep
 
-LINK = re.compile(r"browse them: (?:.*then )?open (\S+)")
+LINK = re.compile(r"browse them: (?:.*?then )?open (\S+)", re.S)
 
 
 def test_a_local_store_prints_the_command_and_the_runs_address():
