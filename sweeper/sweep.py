@@ -139,10 +139,11 @@ def run_sweep(
     cells = expand(cfg, compose, cli_overrides)
     if len(cells) > settings.max_cells(cfg):
         raise settings.too_many(f"this sweep has {len(cells):,} cells", settings.max_cells(cfg))
-    validate(cells)
+    dry = bool(cfg.get("dry_run"))
+    data = validate(cells, read_data=not dry)
     _check_budget(cfg)
-    if cfg.get("dry_run"):
-        dry_run(cfg, cells, out)
+    if dry:
+        dry_run(cfg, cells, data, cli_overrides, out)
         return SweepResult(str(cfg.experiment.name), "", len(cells), 0)
     check_store(uri)
     command = sweep_command(cli_overrides).shell()  # the lock's holder, for other drivers
@@ -400,35 +401,54 @@ def _close(store: SweepStore, cells: Grid, result: SweepResult, progress: Progre
         store.abandon()  # a run cut off mid-write
 
 
-def validate(cells: Sequence[Cell]) -> None:
-    """Call each cell function's ``validate`` hook once per distinct config (seed aside).
+def validate(cells: Sequence[Cell], read_data: bool = True) -> list[Any]:
+    """Call each cell function's ``validate`` hook once per distinct config (seed aside);
+    return the data files the cells read (each function's ``data`` hook), each once.
 
     Bad input (an empty interval, a missing dataset file, ...) fails here, before any cell
-    runs, with the task's own message.
+    runs, with the task's own message. With ``read_data=False`` (a dry run) a config whose
+    ``data`` hook names files is not validated, since its ``validate`` reads (or
+    downloads) them; the ``data`` hook builds its parts without reading anything.
     """
     seen: set[str] = set()
+    files: dict[tuple[str, str], Any] = {}
     for cell in cells:
-        try:
-            function = cell_function(cell.function)
-        except (ImportError, ValueError) as err:
-            reason = " ".join(str(err).split())
-            raise SweepError(
-                f"cell={cell.function}: no cell function there ({reason}). The config key "
-                "`cell` is the dotted path of a family's run_cell (e.g. "
-                "cell=sweeper.toy.toy_cell); choose a family with task=NAME instead of "
-                "setting cell by hand"
-            ) from None
-        check = getattr(function, "validate", None)
         signature = canonical_json({k: v for k, v in cell.config.items() if k != "seed"})
-        if check is None or signature in seen:
+        if signature in seen:
             continue
         seen.add(signature)
-        try:
-            check(cell.config)
-        except (ValueError, TypeError, KeyError, OSError, ImportError) as err:
-            # what a validator says of bad input (a value, a type, a missing file or
-            # _target_); any other exception is a bug in it, and shows its traceback
-            raise SweepError(f"invalid cell {cell.label}: {err}") from err
+        function = _function_of(cell)
+        needs = _hook(getattr(function, "data", None), cell)
+        files.update({(f.name, f.path): f for f in needs or []})
+        if read_data or not needs:
+            _hook(getattr(function, "validate", None), cell)
+    return list(files.values())
+
+
+def _function_of(cell: Cell) -> Any:
+    try:
+        return cell_function(cell.function)
+    except (ImportError, ValueError) as err:
+        reason = " ".join(str(err).split())
+        raise SweepError(
+            f"cell={cell.function}: no cell function there ({reason}). The config key "
+            "`cell` is the dotted path of a family's run_cell (e.g. "
+            "cell=sweeper.toy.toy_cell); choose a family with task=NAME instead of "
+            "setting cell by hand"
+        ) from None
+
+
+def _hook(hook: Any, cell: Cell) -> Any:
+    """A cell function's hook called on the cell's config (None without one); bad input
+    it refuses is a :class:`SweepError` naming the cell."""
+    if hook is None:
+        return None
+    try:
+        return hook(cell.config)
+    except (ValueError, TypeError, KeyError, OSError, ImportError) as err:
+        # what a hook says of bad input (a value, a type, a missing file or _target_);
+        # any other exception is a bug in it, and shows its traceback
+        raise SweepError(f"invalid cell {cell.label}: {err}") from err
 
 
 @dataclass
