@@ -40,7 +40,7 @@ from sweeper.progress import Progress, format_duration
 from sweeper.seeds import budget_of
 from sweeper.store import Done, LeaseLost, SweepStore, check_store, patience_of, resolve_uri
 from sweeper.task import GENERIC, Task
-from sweeper.ui import browse_hint
+from sweeper.ui import browse_hint, comparison
 
 MAX_LISTED_FAILURES = 20
 MAX_SUMMARY_ROWS = 60
@@ -77,6 +77,7 @@ class SweepResult:
     task: Task = GENERIC
     settings: dict[str, str] = field(default_factory=dict)  # cell key -> its run name sans seed
     experiment_id: str = ""
+    view: str = ""  # the share key of the sweep's comparison in MLflow's UI (sweeper/ui.py)
 
     store_error: str = ""  # the MLflow store failed mid-sweep: why
     lost: bool = False  # another driver took the experiment over (store_error says so)
@@ -205,9 +206,8 @@ def _sweep(
             return result
     description = str(cfg.experiment.get("description") or "")
     config_yaml = settings.redact(OmegaConf.to_yaml(cfg))
-    result.reaped, result.rebuilt_rows = store.begin(
-        sweep_key(cells.keys), config_yaml, description, cells, rerun
-    )
+    key = sweep_key(cells.keys)
+    result.reaped, result.rebuilt_rows = store.begin(key, config_yaml, description, cells, rerun)
     result.parent_run_id = store.parent_run_id
     if store.library_change:
         print(
@@ -217,6 +217,10 @@ def _sweep(
             file=out,
         )
     try:
+        shown = comparison(cells, store.task, f"sweep-{key[:12]}")  # in MLflow's UI
+        if shown is not None:
+            store.show(shown.axis, shown.colours, shown.tag)
+            result.view = shown.key
         return _drive(cfg, store, cells, todo, done, result, started, out)
     except BaseException as err:  # never leave the sweep RUNNING, whatever stopped it
         store.abandon("KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED")
@@ -527,7 +531,7 @@ def print_summary(result: SweepResult, out: TextIO = sys.stdout) -> None:
         f"cells in {format_duration(result.wall_s)} ({result.wall_s:.1f}s; "
         f"{result.cells_per_s:.2f} cells/s). Runs are in MLflow experiment "
         f"'{result.experiment}' at {result.tracking_uri}\n"
-        f"  browse them: {browse_hint(result.tracking_uri, result.experiment_id)}",
+        f"  browse them: {browse_hint(result.tracking_uri, result.experiment_id, result.view)}",
         file=out,
     )
     if result.lost:
