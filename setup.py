@@ -34,5 +34,6 @@ setup(
         *CONF_PACKAGES,
     ],
     package_dir={"sweeper.conf": "conf", RESEARCH: "tasks", "hydra_plugins": "hydra_plugins"},
-    package_data={name: ["*.yaml"] for name in CONF_PACKAGES},
+    # the bench's measured cost of each experiment's cells, a dry run's prices (sweeper/dryrun.py)
+    package_data={"sweeper": ["cell_costs.json"], **{name: ["*.yaml"] for name in CONF_PACKAGES}},
 )

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import os
 import statistics
 import tempfile
@@ -43,6 +44,7 @@ from harness import Bench, Timing, interleaved, measure, ratio
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 
+from sweeper.dryrun import COSTS
 from sweeper.execute import Outcome, execute
 from sweeper.grid import Grid, expand, group_options, task_of
 from sweeper.launch import init_ray, launch
@@ -241,7 +243,31 @@ def main() -> None:
         *estimates_text(rows, args.sample, overhead_s, cpus),
     ]
     bench.write(args.out, "# Orchestration overhead", lines)
+    if not args.experiments:  # every experiment measured: the dry run's prices
+        write_costs(rows, overhead_s, cpus, f"{bench.started:%Y-%m-%d %H:%M} UTC at {bench.commit}")
     print("\n".join(lines))
+
+
+def write_costs(rows: list[Estimate], overhead_s: float, cpus: float, measured: str) -> None:
+    """The measured cost of each experiment's cells, shipped with the package: a dry run
+    prices a sweep by it when the store holds no finished run (sweeper/dryrun.py)."""
+    experiments = {
+        row.name: {
+            "cells": row.cells,
+            "mean_s": round(statistics.fmean(row.sample.walls), 4),
+            "sampled": len(row.sample.walls),
+        }
+        for row in rows
+        if row.sample is not None
+    }
+    costs = {
+        "by": "bench/bench_orchestration.py",
+        "measured": measured,
+        "cpus": int(cpus),
+        "overhead_s": round(overhead_s, 5),
+        "experiments": experiments,
+    }
+    COSTS.write_text(json.dumps(costs, indent=1, sort_keys=True) + "\n")
 
 
 def design(cfg: DictConfig, n: int, cpus: float, timings: dict[str, Timing]) -> list[str]:

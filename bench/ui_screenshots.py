@@ -1,7 +1,9 @@
 """Screenshots of the MLflow UI as a user compares variants in it (docs/ui.md, "Reading the
 results in the MLflow UI"), each opened from the link a sweep prints (sweeper/ui.py): the
-runs of ``+exp=smoke`` grouped by the ``tuner`` tag and their chart, one bar per tuner; and
-a reduced ``+exp=ablation`` grouped by its own tags ``T1`` and ``k``, one bar per variant.
+comparison ``+exp=smoke``'s link opens (the final regret of every seed per tuner, each
+tuner in its colour, the regret curves), after docs/ui.md's first click, and its table
+view, each tuner's mean; and a reduced ``+exp=ablation`` (one tuner: no comparison view)
+grouped by its own tags ``T1`` and ``k`` by hand, one bar per variant.
 
     .venv/bin/python bench/ui_screenshots.py            # -> docs/ui/*.png (about two minutes)
 
@@ -18,6 +20,7 @@ import argparse
 import asyncio
 import base64
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -30,7 +33,6 @@ import aiohttp
 
 from sweeper.report.pagecheck import browser
 from sweeper.servers import free_port, mlflow_server
-from sweeper.ui import experiment_url
 
 ROOT = Path(__file__).resolve().parent.parent
 WINDOW = "1500,900"
@@ -129,8 +131,9 @@ class Page:
 
 
 SCENARIOS = {
-    # experiment: (the filter, the tags to group by, the screenshots' names)
-    "smoke": ("tags.algorithm = 'linucb'", ["tuner"], ("runs_by_tuner", "compare_tuners")),
+    # experiment: (the filter, the tags to group by, the screenshots' names); smoke's link
+    # opens its comparison itself: the view, then the docs' clicks for the rest
+    "smoke": (None, [], ("compare_tuners", "runs_by_tuner")),
     "ablation": ("tags.algorithm = 'linucb'", ["T1", "k"],
                  ("ablation_runs_by_t1_k", "ablation_compare_variants")),
 }  # fmt: skip
@@ -139,9 +142,44 @@ SWEEPS = {
     "ablation": ["+exp=ablation", "algorithm=linucb", "dataset=simulation", "seeds=3",
                  "horizon=2000"],
 }  # fmt: skip
+LINK = re.compile(r"then open http://[^/]+(/\S+)")
 
 
-async def drive(ui: str, experiments: dict[str, str], out: Path, profile: str) -> None:
+async def comparison(page: Page, link: str, out: Path, shots: tuple[str, str]) -> None:
+    """The printed link (the sweep's comparison), then docs/ui.md's clicks: (1) close the
+    Assistant panel, the chart view; (2) the table view, each tuner's mean."""
+    chart_png, table_png = shots
+    await page.open(link, "Exit shared view")
+    await page.click("Close", required=False)  # 1: MLflow's assistant panel
+    await page.find("css:.scatterlayer .point")  # the charts drawn again, wider
+    await asyncio.sleep(3)
+    await page.screenshot(out / f"{chart_png}.png")
+    await page.click("css:input[value=TABLE]")  # 2
+    await page.screenshot(out / f"{table_png}.png")
+
+
+async def by_hand(page: Page, link: str, where: str, tags: list[str], out: Path,
+                  shots: tuple[str, str]) -> None:  # fmt: skip
+    """A sweep without a comparison view (one tuner): filter, Group by its tags, charts."""
+    runs_png, chart_png = shots
+    # the printed link, with the filter as the UI keeps it in its address
+    await page.open(f"{link}&searchFilter={urllib.parse.quote(where)}", "Group by")
+    await page.click("Close", required=False)  # MLflow's assistant panel
+    await page.click("Group by")  # 1
+    for i, tag in enumerate(tags):  # 2: the tags come first in its menu
+        if i:  # the menu closes on a choice: open it again
+            await page.click(f"Group by: {tags[0]}")
+        await page.click(tag, first=True)
+    await page.call("Input.dispatchKeyEvent", type="keyDown", key="Escape")
+    await asyncio.sleep(1)
+    await page.screenshot(out / f"{runs_png}.png")
+    await page.click("css:input[value=CHART]")  # 3
+    await page.click("Search metric charts")
+    await page.type("final_regret", settle_s=5)
+    await page.screenshot(out / f"{chart_png}.png")
+
+
+async def drive(links: dict[str, str], out: Path, profile: str) -> None:
     port = free_port()
     chromium = subprocess.Popen(
         [browser(), "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}",
@@ -156,24 +194,12 @@ async def drive(ui: str, experiments: dict[str, str], out: Path, profile: str) -
         async with aiohttp.ClientSession() as session:
             async with session.ws_connect(target, max_msg_size=0) as socket_:
                 page = Page(socket_)
-                for name, experiment_id in experiments.items():
-                    where, tags, (runs_png, chart_png) = SCENARIOS[name]
-                    # the printed link, with the filter as the UI keeps it in its address
-                    filtered = f"&searchFilter={urllib.parse.quote(where)}"
-                    await page.open(experiment_url(ui, experiment_id) + filtered, "Group by")
-                    await page.click("Close", required=False)  # MLflow's assistant panel
-                    await page.click("Group by")  # 1
-                    for i, tag in enumerate(tags):  # 2: the tags come first in its menu
-                        if i:  # the menu closes on a choice: open it again
-                            await page.click(f"Group by: {tags[0]}")
-                        await page.click(tag, first=True)
-                    await page.call("Input.dispatchKeyEvent", type="keyDown", key="Escape")
-                    await asyncio.sleep(1)
-                    await page.screenshot(out / f"{runs_png}.png")
-                    await page.click("css:input[value=CHART]")  # 3
-                    await page.click("Search metric charts")
-                    await page.type("final_regret", settle_s=5)
-                    await page.screenshot(out / f"{chart_png}.png")
+                for name, link in links.items():
+                    where, tags, shots = SCENARIOS[name]
+                    if where is None:
+                        await comparison(page, link, out, shots)
+                    else:
+                        await by_hand(page, link, where, tags, out, shots)
     finally:
         chromium.terminate()
         chromium.wait(timeout=30)
@@ -189,18 +215,17 @@ def main() -> int:
     names = args.only or list(SCENARIOS)
     with tempfile.TemporaryDirectory() as tmp:
         store = f"sqlite:///{tmp}/mlflow.db"
+        paths = {}
         for name in names:
-            subprocess.run(
+            done = subprocess.run(
                 [python, "-m", "sweeper", *SWEEPS[name], f"tracking.uri={store}",
                  f"hydra.run.dir={tmp}/hydra-{name}"],
-                check=True, cwd=tmp, stdout=subprocess.DEVNULL,
+                check=True, cwd=tmp, capture_output=True, text=True,
             )  # fmt: skip
+            paths[name] = LINK.search(done.stdout).group(1)  # the link the sweep printed
         with mlflow_server(store, Path(tmp) / "artifacts", workers=1) as url:
-            from mlflow import MlflowClient
-
-            client = MlflowClient(url)
-            ids = {n: client.get_experiment_by_name(n).experiment_id for n in names}
-            asyncio.run(drive(url, ids, args.out, f"{tmp}/chromium"))
+            links = {name: f"{url}{path}" for name, path in paths.items()}
+            asyncio.run(drive(links, args.out, f"{tmp}/chromium"))
     return 0
 
 

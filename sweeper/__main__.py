@@ -25,6 +25,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
+from sweeper import command
 from sweeper.configs import compose
 from sweeper.errors import SweepError
 from sweeper.multirun import EXIT_CODES, exit_bad_input, run_or_exit
@@ -49,6 +50,7 @@ def entry() -> None:
 
     ``--dry-run`` is ``dry_run=true``: the plan of the sweep, nothing run (sweeper/dryrun.py).
     """
+    command.record()  # the command as the user ran it: the resume line repeats it
     if "--dry-run" in sys.argv[1:]:
         sys.argv = [a for a in sys.argv if a != "--dry-run"] + ["dry_run=true"]
     try:

@@ -88,6 +88,11 @@ def select(config: Mapping[str, Any], key: str) -> Any:
     return node
 
 
+def option_name(spec: Any) -> str:
+    """A group's option as its runs are tagged: its ``name``, or :data:`ABSENT`."""
+    return str(spec.get("name", "")) if isinstance(spec, Mapping) else ABSENT
+
+
 def short(value: Any) -> str:
     """Compact text of a setting for run names: 1.0 -> '1', [0.1, 1.0] -> '[0.1,1]'."""
     if isinstance(value, bool) or value is None:
@@ -130,8 +135,7 @@ class Cell:
     def tags(self) -> dict[str, str]:
         tags = {"cell_key": self.key, "seed": str(self.config.get("seed"))}
         for group in self.groups:
-            spec = self.config.get(group)
-            tags[group] = str(spec.get("name", "")) if isinstance(spec, Mapping) else ABSENT
+            tags[group] = option_name(self.config.get(group))
         for name, text in self._varied:
             if name not in tags:
                 tags[name] = text

@@ -24,7 +24,16 @@ from typing import Any, overload
 
 from omegaconf import DictConfig, OmegaConf
 
-from sweeper.cells import ORCHESTRATION_KEYS, TASK_KEY, Cell, Variation, cell_key
+from sweeper.cells import (
+    ORCHESTRATION_KEYS,
+    TASK_KEY,
+    AxisKey,
+    Cell,
+    Variation,
+    cell_key,
+    option_name,
+    select,
+)
 from sweeper.configs import ConfigSearch
 from sweeper.errors import SweepError, whole_number
 from sweeper.seeds import seed_count
@@ -62,6 +71,20 @@ def _blocks(grid: Any) -> list[dict[str, list[Any]]]:
             axes[str(key)] = values
         out.append(axes)
     return out
+
+
+def written_size(cfg: DictConfig) -> int:
+    """The cells of the experiment ``cfg`` as its ``sweep.grid`` is written: over its blocks,
+    the product of their axes' lengths, times the seeds (a seed budget's ``max``); no option
+    is composed, so a duplicate cell counts twice (:func:`expand` gives the exact count)."""
+    grid = OmegaConf.select(cfg, "sweep.grid")
+    blocks = _blocks(OmegaConf.to_container(grid, resolve=True) if grid is not None else None)
+    seeds = seed_count(cfg) or 1
+    return sum(
+        math.prod(len(v) for k, v in block.items() if k != "seed")
+        * (len(block["seed"]) if "seed" in block else seeds)
+        for block in blocks
+    )
 
 
 def expand(
@@ -179,6 +202,18 @@ class _Block:
     def size(self) -> int:
         return len(self.configs) * math.prod(len(v) for v in self.values)
 
+    def texts(self, axis: str, groups: Sequence[str], varying: Sequence[str]) -> list[str]:
+        """The tag values of ``axis`` (a group, or a varying setting by its tag) in this
+        block, one per combination or value, unresolved interpolations as written."""
+        if axis in groups:
+            return [option_name(config.get(axis)) for config, _ in self.configs]
+        key = next((k for k in varying if isinstance(k, AxisKey) and k.tag == axis), None)
+        if key is None:
+            return []
+        if key in self.axes:
+            return [key.text(value) for value in self.values[self.axes.index(key)]]
+        return [key.text(select(config, key)) for config, _ in self.configs]
+
     def config(self, index: int) -> dict[str, Any]:
         """The resolved config of the block's cell ``index`` (0 <= index < size)."""
         settings = []
@@ -233,6 +268,16 @@ class Grid(Sequence[Cell]):
         cell = Cell(self._blocks[b].config(position - self._starts[b]), self.groups, self.varying)
         cell.__dict__["key"] = self.keys[i]  # Cell.key is a cached_property: hashed once
         return cell
+
+    def values_of(self, axis: str) -> list[str]:
+        """The values the grid's runs are tagged with on ``axis`` (a group's option names, a
+        varying setting's labels by its tag), in the order of the blocks; no cell is built
+        (a view made by :meth:`where` answers for its whole grid)."""
+        found: dict[str, None] = {}
+        for block in self._blocks:
+            for text in block.texts(axis, self.groups, self.varying):
+                found.setdefault(text)
+        return list(found)
 
     def where(self, keep: Callable[[str], bool]) -> Grid:
         """The cells whose key ``keep`` accepts, in order (no cell is built)."""

@@ -21,7 +21,6 @@ cells logged as they finish, resume and failure isolation.
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -140,9 +139,7 @@ def run_multirun(job_overrides: Sequence[Sequence[str]], compose: Composer) -> l
         EXIT_CODES.append(result.exit_code)
         for index in sweep.jobs:
             statuses[index] = result.exit_code
-        if result.interrupted:
-            command = shlex.join(["python", "-m", "sweeper", *sys.argv[1:]])
-            print(f"to resume the whole multirun, run it again: {command}", file=sys.stderr)
+        if result.interrupted:  # its resume line is the whole multirun's command
             sys.exit(result.exit_code)
     return statuses
 

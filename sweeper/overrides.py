@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from omegaconf import OmegaConf
@@ -23,6 +23,8 @@ from sweeper.configs import ConfigSearch
 from sweeper.errors import SweepError
 from sweeper.paths import CONF_DIR
 
+EXP = "exp"
+"""The group of experiments (``+exp=NAME``)."""
 NOT_IN_STRUCT = re.compile(r"Could not override '([^']+)'")
 
 
@@ -59,9 +61,10 @@ def _check_options(override: Any, configs: ConfigSearch) -> None:
     options = configs.options(key)
     for value in values:
         if isinstance(value, str) and value not in options:
+            sizes = _experiment_sizes(value, options, configs) if key == EXP else None
             raise SweepError(
-                f"unknown {key} '{value}'{_did_you_mean(value, options)} Valid {key} names "
-                f"are: {', '.join(options)}. An option of your own goes into DIR/{key}/"
+                f"unknown {key} '{value}'{_did_you_mean(value, options, sizes)} Valid {key} "
+                f"names are: {', '.join(options)}. An option of your own goes into DIR/{key}/"
                 f"{value}.yaml with --config-dir DIR"
             )
 
@@ -111,9 +114,38 @@ def _unknown_setting(key: str, root: Any, configs: ConfigSearch) -> str:
     )
 
 
-def _did_you_mean(name: str, candidates: Sequence[str]) -> str:
-    """'; did you mean 'x'?' for the closest candidates, else '.' (ends a sentence)."""
-    close = difflib.get_close_matches(name, list(candidates), n=3, cutoff=0.6)
+def _did_you_mean(
+    name: str, candidates: Sequence[str], sizes: Mapping[str, int] | None = None
+) -> str:
+    """'; did you mean 'x'?' for the closest candidates, else '.' (ends a sentence); a
+    candidate experiment with its size ('main' (a grid of 1,120 cells)), so following the
+    hint never starts a far larger sweep unawares."""
+    close = _close(name, candidates)
     if not close:
         return "."
-    return "; did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
+    sizes = sizes or {}
+    said = [f"'{c}'" + (f" (a grid of {sizes[c]:,} cells)" if c in sizes else "") for c in close]
+    return "; did you mean " + " or ".join(said) + "?"
+
+
+def _close(name: str, candidates: Sequence[str]) -> list[str]:
+    return difflib.get_close_matches(name, list(candidates), n=3, cutoff=0.6)
+
+
+def _experiment_sizes(name: str, options: Sequence[str], configs: ConfigSearch) -> dict[str, int]:
+    """The grid size of each experiment the hint for ``+exp=name`` names (one composition
+    each; an experiment that does not compose is named without a size)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+
+    from sweeper.grid import written_size
+
+    sizes = {}
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        for option in _close(name, options):
+            try:
+                cfg = compose("config", [f"+{EXP}={option}", *configs.searchpath_override()])
+                sizes[option] = written_size(cfg)
+            except (HydraException, ValueError):
+                continue
+    return sizes

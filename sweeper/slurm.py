@@ -31,6 +31,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sweeper.command import WRAPPER
 from sweeper.nfs import warn_network_sqlite
 
 STOP_SIGNAL = "B:TERM@120"
@@ -60,6 +61,7 @@ class Recipe:
     account: str | None = None
     sbatch: list[str] = field(default_factory=list)
     script: str | None = None  # where the script is written (said in its resume hint)
+    pythonpath: str | None = field(default_factory=lambda: os.environ.get("PYTHONPATH"))
 
     def directives(self) -> list[str]:
         """The ``#SBATCH`` lines."""
@@ -105,6 +107,7 @@ RAY={ray}
 {data_line}
 export MLFLOW_TRACKING_URI={tracking_uri}
 export PYTHONUNBUFFERED=1
+{env_lines}
 # Ray's token authentication: every node of this job gets the same token through srun's
 # environment (a fresh one per job unless $RAY_AUTH_TOKEN is set when submitting).
 export RAY_AUTH_MODE=token
@@ -181,6 +184,7 @@ def render(recipe: Recipe) -> str:
         python=shlex.quote(recipe.python),
         ray=shlex.quote(ray_command(recipe.python)),
         data_line=_data_line(recipe),
+        env_lines=_env_lines(recipe, script),
         tracking_uri=shlex.quote(recipe.tracking_uri),
         overrides=" ".join(shlex.quote(o) for o in recipe.sweep_overrides()),
         join_s=JOIN_TIMEOUT_S,
@@ -200,6 +204,17 @@ def _data_line(recipe: Recipe) -> str:
     if not found:
         return "# no data directory given: the cells' default (--data-dir DIR to set one)"
     return f"export SWEEPER_DATA_DIR={shlex.quote(str(Path(found).expanduser().resolve()))}"
+
+
+def _env_lines(recipe: Recipe, script: str) -> str:
+    """The driver's resume line is this script's resubmission (``$SWEEPER_COMMAND``,
+    sweeper/command.py), and the job sees the ``PYTHONPATH`` the script was written with
+    (a user's own modules, on every node), whichever shell submits it again."""
+    resubmit = f"sbatch {shlex.quote(script)}"
+    lines = [f"export {WRAPPER}={shlex.quote(resubmit)}"]
+    if recipe.pythonpath:
+        lines.append(f"export PYTHONPATH={shlex.quote(recipe.pythonpath)}")
+    return "\n".join(lines)
 
 
 def write(recipe: Recipe, path: Path) -> Path:
@@ -301,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         sbatch=list(args.sbatch),
     )
     path = write(recipe, args.out or Path(f"{name}.sbatch"))
-    print(f"wrote {path}; submit it (again, to resume) with: sbatch {path}")
+    print(f"wrote {path}; submit it (again, to resume) with: sbatch {shlex.quote(str(path))}")
     if args.submit:
         print(f"submitted batch job {submit(path)}; its output: {recipe.workdir}/{name}-<job>.out")
     return 0

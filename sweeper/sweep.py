@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shlex
 import signal
 import sys
 import threading
@@ -30,6 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 from sweeper import settings
 from sweeper.adaptive import AdaptiveSeeds
 from sweeper.cells import Cell, canonical_json
+from sweeper.command import resume_lines, sweep_command
 from sweeper.dryrun import dry_run
 from sweeper.errors import StoreFailed, SweepError
 from sweeper.execute import Outcome, cell_function
@@ -40,7 +40,7 @@ from sweeper.progress import Progress, format_duration
 from sweeper.seeds import budget_of
 from sweeper.store import Done, LeaseLost, SweepStore, check_store, patience_of, resolve_uri
 from sweeper.task import GENERIC, Task
-from sweeper.ui import browse_hint
+from sweeper.ui import browse_hint, comparison
 
 MAX_LISTED_FAILURES = 20
 MAX_SUMMARY_ROWS = 60
@@ -73,10 +73,11 @@ class SweepResult:
     reaped: int = 0
     rebuilt_rows: int = 0
     carried_over: int = 0
-    resume_command: str = ""
+    resume_command: str = ""  # as printed: the line to paste and its notes (sweeper/command.py)
     task: Task = GENERIC
     settings: dict[str, str] = field(default_factory=dict)  # cell key -> its run name sans seed
     experiment_id: str = ""
+    view: str = ""  # the share key of the sweep's comparison in MLflow's UI (sweeper/ui.py)
 
     store_error: str = ""  # the MLflow store failed mid-sweep: why
     lost: bool = False  # another driver took the experiment over (store_error says so)
@@ -139,13 +140,14 @@ def run_sweep(
     cells = expand(cfg, compose, cli_overrides)
     if len(cells) > settings.max_cells(cfg):
         raise settings.too_many(f"this sweep has {len(cells):,} cells", settings.max_cells(cfg))
-    validate(cells)
+    dry = bool(cfg.get("dry_run"))
+    data = validate(cells, read_data=not dry)
     _check_budget(cfg)
-    if cfg.get("dry_run"):
-        dry_run(cfg, cells, out)
+    if dry:
+        dry_run(cfg, cells, data, cli_overrides, out)
         return SweepResult(str(cfg.experiment.name), "", len(cells), 0)
     check_store(uri)
-    command = _command(cli_overrides)
+    command = sweep_command(cli_overrides).shell()  # the lock's holder, for other drivers
     name = settings.experiment_name(cfg.experiment.get("name"))
     with SweepStore.open(
         uri, name, task_of(cfg), cfg.tracking.get("artifacts_destination"), command,
@@ -182,7 +184,7 @@ def _sweep(
         store.uri,
         len(cells),
         len(cells) - len(todo),
-        resume_command=_command(cli_overrides),
+        resume_command=resume_lines(cli_overrides),
         carried_over=done.carried,
         task=store.task,
         settings={c.key: c.setting for c in cells},
@@ -204,9 +206,8 @@ def _sweep(
             return result
     description = str(cfg.experiment.get("description") or "")
     config_yaml = settings.redact(OmegaConf.to_yaml(cfg))
-    result.reaped, result.rebuilt_rows = store.begin(
-        sweep_key(cells.keys), config_yaml, description, cells, rerun
-    )
+    key = sweep_key(cells.keys)
+    result.reaped, result.rebuilt_rows = store.begin(key, config_yaml, description, cells, rerun)
     result.parent_run_id = store.parent_run_id
     if store.library_change:
         print(
@@ -216,6 +217,10 @@ def _sweep(
             file=out,
         )
     try:
+        shown = comparison(cells, store.task, f"sweep-{key[:12]}")  # in MLflow's UI
+        if shown is not None:
+            store.show(shown.axis, shown.colours, shown.tag)
+            result.view = shown.key
         return _drive(cfg, store, cells, todo, done, result, started, out)
     except BaseException as err:  # never leave the sweep RUNNING, whatever stopped it
         store.abandon("KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED")
@@ -400,35 +405,54 @@ def _close(store: SweepStore, cells: Grid, result: SweepResult, progress: Progre
         store.abandon()  # a run cut off mid-write
 
 
-def validate(cells: Sequence[Cell]) -> None:
-    """Call each cell function's ``validate`` hook once per distinct config (seed aside).
+def validate(cells: Sequence[Cell], read_data: bool = True) -> list[Any]:
+    """Call each cell function's ``validate`` hook once per distinct config (seed aside);
+    return the data files the cells read (each function's ``data`` hook), each once.
 
     Bad input (an empty interval, a missing dataset file, ...) fails here, before any cell
-    runs, with the task's own message.
+    runs, with the task's own message. With ``read_data=False`` (a dry run) a config whose
+    ``data`` hook names files is not validated, since its ``validate`` reads (or
+    downloads) them; the ``data`` hook builds its parts without reading anything.
     """
     seen: set[str] = set()
+    files: dict[tuple[str, str], Any] = {}
     for cell in cells:
-        try:
-            function = cell_function(cell.function)
-        except (ImportError, ValueError) as err:
-            reason = " ".join(str(err).split())
-            raise SweepError(
-                f"cell={cell.function}: no cell function there ({reason}). The config key "
-                "`cell` is the dotted path of a family's run_cell (e.g. "
-                "cell=sweeper.toy.toy_cell); choose a family with task=NAME instead of "
-                "setting cell by hand"
-            ) from None
-        check = getattr(function, "validate", None)
         signature = canonical_json({k: v for k, v in cell.config.items() if k != "seed"})
-        if check is None or signature in seen:
+        if signature in seen:
             continue
         seen.add(signature)
-        try:
-            check(cell.config)
-        except (ValueError, TypeError, KeyError, OSError, ImportError) as err:
-            # what a validator says of bad input (a value, a type, a missing file or
-            # _target_); any other exception is a bug in it, and shows its traceback
-            raise SweepError(f"invalid cell {cell.label}: {err}") from err
+        function = _function_of(cell)
+        needs = _hook(getattr(function, "data", None), cell)
+        files.update({(f.name, f.path): f for f in needs or []})
+        if read_data or not needs:
+            _hook(getattr(function, "validate", None), cell)
+    return list(files.values())
+
+
+def _function_of(cell: Cell) -> Any:
+    try:
+        return cell_function(cell.function)
+    except (ImportError, ValueError) as err:
+        reason = " ".join(str(err).split())
+        raise SweepError(
+            f"cell={cell.function}: no cell function there ({reason}). The config key "
+            "`cell` is the dotted path of a family's run_cell (e.g. "
+            "cell=sweeper.toy.toy_cell); choose a family with task=NAME instead of "
+            "setting cell by hand"
+        ) from None
+
+
+def _hook(hook: Any, cell: Cell) -> Any:
+    """A cell function's hook called on the cell's config (None without one); bad input
+    it refuses is a :class:`SweepError` naming the cell."""
+    if hook is None:
+        return None
+    try:
+        return hook(cell.config)
+    except (ValueError, TypeError, KeyError, OSError, ImportError) as err:
+        # what a hook says of bad input (a value, a type, a missing file or _target_);
+        # any other exception is a bug in it, and shows its traceback
+        raise SweepError(f"invalid cell {cell.label}: {err}") from err
 
 
 @dataclass
@@ -460,13 +484,6 @@ def _graceful_stop(progress: Progress) -> Iterator[_Stop]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-
-
-def _command(cli_overrides: Sequence[str]) -> str:
-    """The command that runs (resumes) this sweep, a password in a URI redacted (it is
-    printed, and recorded in the lock file and the lease's tag)."""
-    text = " ".join(["python -m sweeper", *(shlex.quote(o) for o in cli_overrides)])
-    return settings.redact(text)
 
 
 def _first_line(text: str) -> str:
@@ -514,7 +531,7 @@ def print_summary(result: SweepResult, out: TextIO = sys.stdout) -> None:
         f"cells in {format_duration(result.wall_s)} ({result.wall_s:.1f}s; "
         f"{result.cells_per_s:.2f} cells/s). Runs are in MLflow experiment "
         f"'{result.experiment}' at {result.tracking_uri}\n"
-        f"  browse them: {browse_hint(result.tracking_uri, result.experiment_id)}",
+        f"  browse them: {browse_hint(result.tracking_uri, result.experiment_id, result.view)}",
         file=out,
     )
     if result.lost:
@@ -524,13 +541,13 @@ def print_summary(result: SweepResult, out: TextIO = sys.stdout) -> None:
             f"\nThe MLflow store failed: {result.store_error}\nThe cells logged before it are "
             "kept and the cells in flight were cancelled. Fix the store (free disk space, "
             "restart the tracking server, ...), then resume (only the missing cells run) "
-            f"with:\n  {result.resume_command}",
+            f"with:\n{result.resume_command}",
             file=out,
         )
     elif result.interrupted:
         print(
             "\nInterrupted: finished cells are kept. Resume (only the missing cells run) with:\n"
-            f"  {result.resume_command}",
+            f"{result.resume_command}",
             file=out,
         )
     elif result.failed:

@@ -13,6 +13,7 @@ import os
 import tempfile
 import zipfile
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -29,6 +30,23 @@ class DatasetMissingError(FileNotFoundError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message + uploaded_copy_note())
+
+
+class DataFile(NamedTuple):
+    """A data file (or directory) a cell reads, as found without reading it: what a dry
+    run says of the data a sweep needs (its ``run_cell.data`` hook)."""
+
+    name: str  # what it is: "MovieLens 100K ratings"
+    path: str  # where it is, or where it was looked for
+    present: bool
+    missing: str  # what happens, or what to do, when it is not there
+
+
+def data_files(part: object) -> list[DataFile]:
+    """The data files a built part (an environment, a logged-data source) reads: its
+    ``data_files()``, else none."""
+    files = getattr(part, "data_files", None)
+    return list(files()) if files is not None else []
 
 
 class DatasetFormatError(ValueError):

@@ -117,11 +117,11 @@ def test_the_command_line_exits_2_without_a_traceback(tmp_path):
 def test_a_password_in_a_uri_is_never_printed_nor_left_in_hydras_files(tmp_path):
     """Issue #27, item 4: a tracking.database password in the refusal, in Hydra's copies
     of the config and in the resume command."""
-    from sweeper.sweep import _command
+    from sweeper.command import sweep_command
 
     secret = "s3cret-pw"
     database = f"tracking.database=postgresql+psycopg://bob:{secret}@127.0.0.1:1/x"
-    assert secret not in _command([database, "seeds=2"])
+    assert secret not in sweep_command([database, "seeds=2"]).shell()
     env = {k: v for k, v in os.environ.items() if k not in ("MLFLOW_TRACKING_URI", "RAY_ADDRESS")}
     done = subprocess.run(
         [sys.executable, "-m", "sweeper", "task=toy", database,

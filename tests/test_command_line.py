@@ -33,7 +33,7 @@ def _cli(*args: str, cwd: Path, **extra_env: str) -> subprocess.CompletedProcess
         (["algoritm=linucb"], "unknown group or setting 'algoritm'; did you mean 'algorithm'?"),
         (["tuner=cdtt"], "unknown tuner 'cdtt'; did you mean 'cdt'?"),
         (["+exp=nope"], "unknown exp 'nope'. Valid exp names are: ablation,"),
-        (["+exp=smok"], "unknown exp 'smok'; did you mean 'smoke'?"),
+        (["+exp=smok"], "unknown exp 'smok'; did you mean 'smoke' (a grid of 18 cells)?"),
         (["-m", "tuner=cdt,opp"], "unknown tuner 'opp'; did you mean 'op'"),
         (["dataset.n_armz=3"], "unknown group or setting 'dataset.n_armz'; did you mean 'n_arms'"),
     ],

@@ -142,6 +142,18 @@ def check_ui(url: str, run_name: str, budget_ms: int = UI_BUDGET_MS) -> UiView:
     """Open ``url`` (an experiment in MLflow's UI) in headless Chromium with a fresh
     profile, as a reader's first visit, and say which view it showed: the runs table
     listing ``run_name`` in the model-training view, or the GenAI chrome."""
+    dom = render_dom(url, budget_ms)
+    return UiView(
+        url,
+        runs_table="matching runs" in dom and run_name in dom,
+        model_training=all(marker in dom for marker in MODEL_TRAINING_SIDEBAR),
+        genai=[marker for marker in GENAI_CHROME if marker in dom],
+    )
+
+
+def render_dom(url: str, budget_ms: int = UI_BUDGET_MS) -> str:
+    """The DOM ``url`` shows after ``budget_ms`` of virtual time in headless Chromium with
+    a fresh profile (a reader's first visit)."""
     with tempfile.TemporaryDirectory() as profile:
         done = subprocess.run(
             [browser(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
@@ -150,15 +162,9 @@ def check_ui(url: str, run_name: str, budget_ms: int = UI_BUDGET_MS) -> UiView:
              f"--virtual-time-budget={budget_ms}", "--dump-dom", url],
             capture_output=True, text=True, timeout=TIMEOUT_S + budget_ms / 1000,
         )  # fmt: skip
-    dom = done.stdout
-    if "<body" not in dom:
+    if "<body" not in done.stdout:
         raise RuntimeError(f"Chromium did not render {url}: {done.stderr[-500:]}")
-    return UiView(
-        url,
-        runs_table="matching runs" in dom and run_name in dom,
-        model_training=all(marker in dom for marker in MODEL_TRAINING_SIDEBAR),
-        genai=[marker for marker in GENAI_CHROME if marker in dom],
-    )
+    return done.stdout
 
 
 def _unescape(text: str) -> str:

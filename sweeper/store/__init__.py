@@ -270,6 +270,18 @@ class SweepStore:
             return str(err)
         return ""
 
+    def show(self, axis: str, colours: Mapping[str, str], view: tuple[str, str] | None) -> None:
+        """How MLflow's UI shows the sweep (sweeper/ui.py): each cell run recorded from now
+        on is drawn in ``colours[its axis tag]``, and ``view`` (an experiment tag: name,
+        value) is the comparison its link opens."""
+        self.tracker.colour_by = (axis, dict(colours))
+        if view is not None:
+            experiment = self.tracker.experiment_id
+            self._patiently(
+                "storing the sweep's view",
+                lambda: self.tracker.client.set_experiment_tag(experiment, *view),
+            )
+
     def attach(self, name: str, data: bytes) -> None:
         """Artifact ``name`` of the sweep's parent run (e.g. ``decisions.json``); waited
         for like every store call."""

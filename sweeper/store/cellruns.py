@@ -25,7 +25,13 @@ from sweeper.process import now_ms
 from sweeper.provenance import LIBRARIES_TAG, code_tags
 from sweeper.store.bulk import RunRecord
 from sweeper.store.table import ArtifactIO
-from sweeper.store.tracking import CELL_ARTIFACT, CURVE_POINTS, MAX_PARAM_LENGTH, Tracker
+from sweeper.store.tracking import (
+    CELL_ARTIFACT,
+    CURVE_POINTS,
+    MAX_PARAM_LENGTH,
+    RUN_COLOR,
+    Tracker,
+)
 
 
 class CellLike(Protocol):
@@ -92,6 +98,9 @@ def record_of(
         tags["mlflow.parentRunId"] = parent_id
     if outcome.error:
         tags["error"] = outcome.error[:5000]
+    axis, colours = tracker.colour_by
+    if tags.get(axis) in colours:  # the run's colour in MLflow's UI (sweeper/ui.py)
+        tags[RUN_COLOR] = colours[tags[axis]]
     result = outcome.result or {}
     params = {k: _param_value(v) for k, v in flatten(cell.config).items()}
     params.update({k: _param_value(v) for k, v in result.get("params", {}).items()})

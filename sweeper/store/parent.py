@@ -4,7 +4,7 @@
 One parent run per sweep (tags ``sweep_key`` and ``role=sweep``), reused when the same sweep
 starts again. It holds ``config.yaml``, the sweep's table (:mod:`sweeper.store.table`: parts
 under ``cells/`` while it runs, ``cells.parquet`` once consolidated) with its tags
-``table_until`` and ``table_runs``, and at its end ``summary.json`` and the summary metrics.
+``table_until`` and ``table_runs``, and at its end ``summary.json`` and the summary as tags.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from contextlib import suppress
 from typing import Any
 
 import pandas as pd
-from mlflow.entities import Metric
 
 from sweeper.errors import StoreBusy
 from sweeper.process import driver_alive, now_ms
@@ -23,6 +22,9 @@ from sweeper.provenance import LIBRARIES_TAG, changed_libraries, code_tags, inst
 from sweeper.store.failures import STORE_ERRORS
 from sweeper.store.table import CellTable
 from sweeper.store.tracking import TABLE_RUNS, Tracker, number_or_none
+
+SUMMARY_TAG = "sweep."
+"""The prefix of the parent's tags that hold the sweep's summary (``sweep.cells``, ...)."""
 
 
 class SweepRun:
@@ -124,11 +126,11 @@ class SweepRun:
         status: str | None = None,
         details: Mapping[str, Any] | None = None,
     ) -> None:
-        """Log the sweep's summary (metrics, and ``summary.json``) and end the run:
-        ``status``, else FAILED when ``failed``, else FINISHED."""
-        now = now_ms()
-        metrics = [Metric(k, float(v), now, 0) for k, v in summary.items()]
-        self.tracker.client.log_batch(self.run_id, metrics=metrics)
+        """Log the sweep's summary (tags ``sweep.<name>``, and ``summary.json``) and end the
+        run: ``status``, else FAILED when ``failed``, else FINISHED. Tags, not metrics: the
+        sweep's bookkeeping (cells, failed, cells_per_s) stays off the charts of the cells'
+        metrics in MLflow's UI."""
+        self.set_tags({f"{SUMMARY_TAG}{k}": _text(float(v)) for k, v in summary.items()})
         if details is not None:
             data = json.dumps(details, indent=2, default=str).encode()
             self.tracker.write_artifact(self.run_id, "summary.json", data)
@@ -141,6 +143,11 @@ class SweepRun:
         may be what failed: then the next start settles it)."""
         with suppress(*STORE_ERRORS):  # nothing more to do; the original error follows
             self.tracker.client.set_terminated(self.run_id, status)
+
+
+def _text(value: float) -> str:
+    """A summary value as a tag: 1120, 306.12 (six significant digits)."""
+    return str(int(value)) if value.is_integer() else f"{value:.6g}"
 
 
 def _refuse_a_second_driver(run: Any, driver: str) -> None:

@@ -43,6 +43,8 @@ PAGE = 10_000
 EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
 """Marks an experiment as model training for MLflow 3's UI, which otherwise opens an
 experiment without traces on its GenAI overview instead of the runs table."""
+RUN_COLOR = "mlflow.runColor"
+"""The run tag MLflow's UI draws a run in (and writes when a colour is picked)."""
 TABLE_RUNS = "table_runs"
 """The parent's tag counting the runs ever written into its table
 (:func:`sweeper.store.table.holds`)."""
@@ -212,6 +214,7 @@ class Tracker:
         self.experiment_name = experiment
         self.task = task
         self.metric_points = METRIC_POINTS
+        self.colour_by: tuple[str, dict[str, str]] = ("", {})  # a tag -> a run's UI colour
         self._tables: dict[str, CellTable] = {}
         self.driver = driver_id()
         found = self.client.get_experiment_by_name(experiment)

@@ -28,6 +28,7 @@ from sweeper_tasks.bandit_tuning.results import (
 from sweeper_tasks.bandit_tuning.seeding import agent_rngs, environment_rng
 from sweeper_tasks.bandit_tuning.tuners.base import Tuner
 from sweeper_tasks.building import build
+from sweeper_tasks.storage import DataFile, data_files
 
 
 def build_parts(config: Mapping[str, Any]) -> tuple[BanditAlgorithm, Tuner, Environment]:
@@ -62,6 +63,12 @@ def validate(config: Mapping[str, Any]) -> None:
             f"dataset {spec_name(config['dataset'])} has no model parameter theta*; set "
             "algorithm.norm_bound to a number (e.g. algorithm.norm_bound=1.0)"
         )
+
+
+def data(config: Mapping[str, Any]) -> list[DataFile]:
+    """The data files the cell's dataset reads, found without reading or downloading them
+    (a dry run says them); ``validate`` then gets and checks them."""
+    return data_files(build(config["dataset"]))
 
 
 def prepare(
@@ -225,6 +232,7 @@ def paths(config: Mapping[str, Any]) -> dict[str, str]:
 
 
 run_cell.validate = validate  # the driver calls it once per distinct config before dispatch
+run_cell.data = data  # a dry run says what data the sweep needs, and whether it is there
 run_cell.conformance = conformance  # sweeper.check holds each cell to its tuner's declaration
 run_cell.build = build_parts  # sweeper.check pickles the built parts (as Ray would ship them)
 run_cell.batch = run_cells  # the launcher sends a group's seeds as one task (sweeper/launch.py)

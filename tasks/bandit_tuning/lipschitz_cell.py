@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from sweeper_tasks.bandit_tuning import cell
 from sweeper_tasks.bandit_tuning.environments.lipschitz import SwitchingLipschitz
 from sweeper_tasks.bandit_tuning.environments.movielens_retrieval import MovieLensRetrieval
 from sweeper_tasks.bandit_tuning.results import (
@@ -153,3 +154,4 @@ def at_horizon(config: Mapping[str, Any], horizon: int) -> dict[str, Any]:
 
 
 run_cell.validate = validate  # the driver calls it once per distinct config before dispatch
+run_cell.data = cell.data  # the dataset's files, as the bandit cell says them

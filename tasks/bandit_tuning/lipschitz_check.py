@@ -132,3 +132,4 @@ def run_cell(config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 run_cell.validate = validate
+run_cell.data = cell.data

@@ -37,7 +37,7 @@ from sweeper_tasks.building import build
 from sweeper_tasks.opl_hpo.data.base import softmax
 from sweeper_tasks.opl_hpo.policy import PolicySpace
 from sweeper_tasks.opl_hpo.seeding import data_rng, model_rng, sampler_seed
-from sweeper_tasks.storage import DatasetMissingError
+from sweeper_tasks.storage import DataFile, DatasetMissingError, data_files
 
 GROUPS: dict[str, dict[str, str]] = {
     "logged_data": {
@@ -107,6 +107,11 @@ def validate(config: Mapping[str, Any]) -> None:
         logged_data.check()
     except DatasetMissingError as err:  # a FileNotFoundError: the driver expects ValueError
         raise ValueError(str(err)) from err
+
+
+def data(config: Mapping[str, Any]) -> list[DataFile]:
+    """The files the logged data reads (OBD's), found without reading them (a dry run)."""
+    return data_files(build_part(config, "logged_data"))
 
 
 def distinct(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -205,3 +210,4 @@ def run_cell(config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 run_cell.validate = validate  # the driver calls it once per distinct config before dispatch
+run_cell.data = data  # a dry run says what data the sweep needs, and whether it is there

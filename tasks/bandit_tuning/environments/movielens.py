@@ -24,7 +24,9 @@ from sweeper_tasks.bandit_tuning.environments.movielens_data import (
     N_USERS,
     Factors,
     movielens_factors,
+    ratings_file,
 )
+from sweeper_tasks.storage import DataFile
 
 
 class MovieLens(BlockEnvironment):
@@ -94,6 +96,10 @@ class MovieLens(BlockEnvironment):
             iterations=self.iterations,
             seed=self.factorisation_seed,
         )
+
+    def data_files(self) -> list[DataFile]:
+        """The ratings, found without reading or downloading them (a dry run)."""
+        return [ratings_file(self.path, self.cache_dir, self.download)]
 
     def check(self) -> None:
         """Find (or download), check and factorise the ratings before any cell runs."""

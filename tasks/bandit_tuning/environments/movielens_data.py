@@ -36,6 +36,7 @@ import pandas as pd
 from scipy import sparse
 
 from sweeper_tasks.storage import (
+    DataFile,
     DatasetFormatError,
     DatasetMissingError,
     atomic_save_npz,
@@ -143,6 +144,23 @@ def find_ratings_file(
             f"{how_to_get(cache)}"
         )
     return download_movielens(cache)
+
+
+def ratings_file(
+    path: str | Path | None, cache_dir: str | Path | None = None, download: bool = True
+) -> DataFile:
+    """Where the ratings are (:func:`find_ratings_file`'s choice), found without reading
+    them or downloading anything."""
+    cache = data_dir(cache_dir)
+    given = Path(path).expanduser() if path else None
+    found = given if given is not None and given.is_file() else None
+    found = found or _in_directory(given if given is not None else cache)
+    where = found or given or cache
+    if given is None and download:
+        missing = f"downloaded from {GROUPLENS_URL} before the first cell (offline: make movielens)"
+    else:
+        missing = "set dataset.path, or `make movielens` (offline)"
+    return DataFile("MovieLens 100K ratings", str(where), found is not None, missing)
 
 
 def download_movielens(cache: Path, url: str = GROUPLENS_URL, timeout: float = 60.0) -> Path:

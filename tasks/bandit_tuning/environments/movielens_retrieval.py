@@ -47,8 +47,10 @@ import numpy as np
 from sweeper_tasks.bandit_tuning.environments.movielens_data import (
     find_ratings_file,
     movielens_factors,
+    ratings_file,
     read_ratings,
 )
+from sweeper_tasks.storage import DataFile
 
 ORDERS = ("hour", "day")
 CANDIDATES = tuple(round(0.1 * k, 1) for k in range(11))
@@ -208,6 +210,10 @@ class MovieLensRetrieval:
                 all_sims, all_start, liked_sims, liked_start, order, user_key
             )
         return _MEMO[key]
+
+    def data_files(self) -> list[DataFile]:
+        """The ratings, found without reading or downloading them (a dry run)."""
+        return [ratings_file(self.path, self.cache_dir, self.download)]
 
     @property
     def stream_length(self) -> int:

@@ -18,7 +18,13 @@ from __future__ import annotations
 import numpy as np
 
 from sweeper_tasks.bandit_tuning.environments.base import Environment
-from sweeper_tasks.bandit_tuning.environments.yahoo_data import N_FEATURES, ClickLog, r6a_log
+from sweeper_tasks.bandit_tuning.environments.yahoo_data import (
+    N_FEATURES,
+    ClickLog,
+    r6a_files,
+    r6a_log,
+)
+from sweeper_tasks.storage import DataFile
 
 
 class Yahoo(Environment):
@@ -48,6 +54,10 @@ class Yahoo(Environment):
 
     def log(self) -> ClickLog:
         return r6a_log(self.path, self.cache_dir, self.bucket_seconds)
+
+    def data_files(self) -> list[DataFile]:
+        """The click log, found without reading it (a dry run)."""
+        return [r6a_files(self.path, self.cache_dir)]
 
     def check(self, horizon: int | None = None) -> None:
         """Find, parse (once; cached) and check the click log before any cell runs."""

@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from sweeper_tasks.storage import (
+    DataFile,
     DatasetFormatError,
     DatasetMissingError,
     atomic_save_npz,
@@ -57,6 +58,16 @@ def how_to_get(cache: Path) -> str:
         f"request it at {WEBSCOPE_URL} (dataset R6A), then set dataset.path=/path/to/R6 (the "
         f"directory of the files, or one file), or put the files in {cache / CACHE_SUBDIR}/."
     )
+
+
+def r6a_files(path: str | Path | None, cache_dir: str | Path | None = None) -> DataFile:
+    """Where the R6A click log is (:func:`find_r6a_files`'s choice), without reading it."""
+    directory = Path(path).expanduser() if path else data_dir(cache_dir) / CACHE_SUBDIR
+    present = directory.is_file() or (
+        directory.is_dir() and any(p.is_file() for p in directory.glob(FILE_PATTERN))
+    )
+    missing = f"licensed: request R6A at {WEBSCOPE_URL}, then set dataset.path"
+    return DataFile("Yahoo! R6A click log", str(directory), present, missing)
 
 
 def find_r6a_files(path: str | Path | None, cache_dir: str | Path | None = None) -> list[Path]:

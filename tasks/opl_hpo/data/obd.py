@@ -38,6 +38,7 @@ import pandas as pd
 
 from sweeper_tasks.opl_hpo.data.base import LoggedBandit, Split, TestSet
 from sweeper_tasks.storage import (
+    DataFile,
     DatasetFormatError,
     DatasetMissingError,
     atomic_write_bytes,
@@ -198,6 +199,12 @@ class OBDLoggedData:
         self.campaign, self.train_fraction = campaign, float(train_fraction)
         self.affinity = bool(affinity)
         self.directory = obd_dir(path, cache_dir)
+
+    def data_files(self) -> list[DataFile]:
+        """The campaign's files, found without reading them (a dry run)."""
+        present = all((self.directory / name).is_file() for name in campaign_files(self.campaign))
+        missing = "make obd (the sample in OpenBanditPipeline's wheel on PyPI)"
+        return [DataFile("Open Bandit Dataset sample", str(self.directory), present, missing)]
 
     def check(self) -> None:
         """The four files of the campaign exist and match their checksums."""
