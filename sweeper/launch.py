@@ -31,13 +31,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from sweeper.cells import Cell
-from sweeper.errors import SweepError, whole_number
+from sweeper.errors import SweepError, at_least
 from sweeper.execute import Outcome, execute, node_label
 
 POLL_S = 0.5
 """How often the Ray loop wakes up without a result, to refresh progress and check limits."""
-
-LAUNCHERS = ("ray", "local")
 
 
 @dataclass
@@ -52,42 +50,38 @@ class Event:
 
 
 def timeout_of(launcher: Mapping[str, Any]) -> float | None:
-    """``launcher.timeout_s`` as seconds, or None for no limit; a clear error on a bad value."""
+    """``launcher.timeout_s`` as seconds, or None for no limit; a clear error on a bad value
+    (its type, a number or null, is sweeper/schema.py's)."""
     value = launcher.get("timeout_s")
     if value is None:
         return None
-    try:
-        seconds = float(value)
-    except (TypeError, ValueError):
-        seconds = float("nan")
-    if not seconds > 0 or seconds == float("inf"):
+    if not 0 < float(value) < float("inf"):
         raise SweepError(
             f"launcher.timeout_s must be a positive number of seconds or null (no limit), got "
             f"{value!r}: set launcher.timeout_s=1800 (half an hour per cell) or "
             "launcher.timeout_s=null"
         )
-    return seconds
+    return float(value)
 
 
 def check_launcher(launcher: Mapping[str, Any]) -> None:
-    """Refuse a launcher config that cannot work, before anything runs."""
-    name = launcher.get("name", "ray")
-    if name not in LAUNCHERS:
-        raise ValueError(f"unknown launcher '{name}'; valid launchers are: {', '.join(LAUNCHERS)}")
+    """Refuse a launcher config that cannot work, before anything runs: the ranges and
+    shapes its types (sweeper/schema.py, checked at composition) cannot say."""
     timeout_of(launcher)
-    strategy = launcher.get("scheduling_strategy")
-    if strategy is not None and str(strategy) not in ("DEFAULT", "SPREAD"):
-        raise ValueError(f"launcher.scheduling_strategy must be DEFAULT or SPREAD, got {strategy}")
-    if launcher.get("num_cpus") is not None:
-        whole_number(
-            launcher.get("num_cpus"), "launcher.num_cpus", 1, "CPUs of an embedded Ray; null: all"
-        )
-    for key, minimum in (("max_in_flight", 1), ("max_retries", 0)):
+    for key, minimum in (("num_cpus", 1), ("max_in_flight", 1), ("max_retries", 0)):
         if launcher.get(key) is not None:
-            whole_number(launcher.get(key), f"launcher.{key}", minimum)
-    cpus = launcher.get("cpus_per_cell")
-    if cpus is not None and not (isinstance(cpus, int | float) and cpus > 0):
-        raise SweepError(f"launcher.cpus_per_cell must be a positive number of CPUs, got {cpus!r}")
+            at_least(launcher[key], f"launcher.{key}", minimum)
+    if not launcher.get("cpus_per_cell", 1) > 0:
+        raise SweepError(
+            f"launcher.cpus_per_cell must be a positive number of CPUs, got "
+            f"{launcher.get('cpus_per_cell')!r}"
+        )
+    batch = launcher.get("batch")
+    if (isinstance(batch, str) and batch != "auto") or (isinstance(batch, int) and batch < 1):
+        raise SweepError(
+            f"launcher.batch={batch!r}: seeds per Ray task are null or auto (chosen from the "
+            "cells' runtime), or a whole number of at least 1 (launcher.batch=4)"
+        )
     address = launcher.get("address")
     if address:
         split_address(str(address))
