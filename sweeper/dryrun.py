@@ -22,7 +22,7 @@ from omegaconf import DictConfig
 from sweeper.grid import Grid
 from sweeper.progress import format_duration
 from sweeper.store.lock import sqlite_path
-from sweeper.store.tracking import resolve_uri, search_all
+from sweeper.store.tracking import check_store, resolve_uri, search_all
 
 
 def dry_run(cfg: DictConfig, cells: Grid, out: TextIO) -> None:
@@ -51,8 +51,9 @@ def _by_axis(cells: Grid) -> str:
 def _finished_runs(uri: str, experiment: str) -> dict[str, Any]:
     """cell key -> a FINISHED run of the experiment; {} when the store or it does not exist."""
     path = sqlite_path(uri)
-    if path is not None and not Path(path).is_file():
+    if path is not None and not Path(path).exists():
         return {}  # opening it would create it
+    check_store(uri)  # a file that is no database, a directory, a server that is not MLflow
     from mlflow import MlflowClient
 
     client = MlflowClient(tracking_uri=uri)
