@@ -119,10 +119,15 @@ def compose(overrides: list[str]) -> DictConfig:
     import hydra
     from hydra.core.hydra_config import HydraConfig
 
+    from sweeper.schema import COMPOSITION_ERRORS, composition_error
+
     searchpath = list(HydraConfig.get().searchpath or []) if HydraConfig.initialized() else []
-    return hydra.compose(
-        config_name="config", overrides=[*overrides, *searchpath_override(searchpath)]
-    )
+    try:
+        return hydra.compose(
+            config_name="config", overrides=[*overrides, *searchpath_override(searchpath)]
+        )
+    except COMPOSITION_ERRORS as err:  # bad input: one paragraph (exit status 2)
+        raise composition_error(err) from None
 
 
 def searchpath_override(entries: list[str]) -> list[str]:

@@ -34,7 +34,7 @@ from sweeper.cells import ORCHESTRATION_KEYS
 from sweeper.grid import Grid
 from sweeper.progress import format_duration
 from sweeper.store.lock import sqlite_path
-from sweeper.store.tracking import resolve_uri, search_all
+from sweeper.store.tracking import check_store, resolve_uri, search_all
 
 COSTS = Path(__file__).with_name("cell_costs.json")
 """The bench's measured cost of each experiment's cells at full size on its machine: the
@@ -80,8 +80,9 @@ def _finished_runs(uri: str, experiment: str) -> dict[str, Any]:
     """What the store holds: cell key -> a FINISHED run of the experiment (its tags and
     times); {} when the store or the experiment does not exist."""
     path = sqlite_path(uri)
-    if path is not None and not Path(path).is_file():
+    if path is not None and not Path(path).exists():
         return {}  # opening it would create it
+    check_store(uri)  # a file that is no database, a directory, a server that is not MLflow
     from mlflow import MlflowClient
 
     client = MlflowClient(tracking_uri=uri)

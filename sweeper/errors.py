@@ -25,6 +25,16 @@ def whole_number(value: Any, key: str, minimum: int, meaning: str = "") -> int:
     return int(value)
 
 
+def at_least(value: float, key: str, minimum: float, meaning: str = "") -> float:
+    """``value`` of a typed setting (sweeper/schema.py gave it its type) when it is at least
+    ``minimum``, else a SweepError naming ``key``: the range its type cannot say."""
+    if value < minimum:
+        what = f" ({meaning})" if meaning else ""
+        kind = "a whole number" if isinstance(value, int) else "a number"
+        raise SweepError(f"{key} must be {kind}, at least {minimum}{what}; got {value!r}")
+    return value
+
+
 def boolean(value: Any, key: str, default: bool = False) -> bool:
     """``value`` as OmegaConf reads a boolean (true/false, yes/no, on/off, y/n, 1/0, any
     case; null: ``default``), else a SweepError naming ``key``: ``bool("no")`` is True, so a

@@ -36,6 +36,7 @@ from sweeper.cells import (
 )
 from sweeper.configs import ConfigSearch
 from sweeper.errors import SweepError, whole_number
+from sweeper.overrides import did_you_mean
 from sweeper.seeds import seed_count
 from sweeper.task import Task, parse_task
 
@@ -162,7 +163,7 @@ def _compose_blocks(
         seeds_here = (
             [whole_number(s, "seed", 0) for s in block["seed"]] if "seed" in block else seed_axis
         )
-        value_keys += values_axes
+        value_keys += [bare(k) for k in values_axes]
         first = {g: block[g][0] for g in groups}
         base = _with_identity(OmegaConf.to_container(_compose(first, groups), resolve=False), task)
         nodes = {
@@ -175,14 +176,56 @@ def _compose_blocks(
             config = copy.deepcopy(base)
             for g, v in zip(groups, group_values, strict=True):
                 config[g] = copy.deepcopy(nodes[(g, v)])
-            plain = not _has_interpolation(
+            resolved = not _has_interpolation(
                 {k: v for k, v in config.items() if k not in ORCHESTRATION_KEYS}
             )
-            combinations.append((config, plain))
-        axes = (*values_axes, "seed")
+            combinations.append((config, resolved))
+        _check_keys(values_axes, [config for config, _ in combinations], configs)
+        axes = (*(bare(k) for k in values_axes), "seed")
         values = (*(tuple(block[k]) for k in values_axes), tuple(seeds_here))
         blocks.append(_Block(tuple(combinations), axes, values))
     return blocks, value_keys
+
+
+def bare(key: str) -> str:
+    """A ``sweep.grid`` key without its ``+``: ``+toy.shift`` adds a key the composed config
+    does not have, as the same override does on the command line."""
+    return key.lstrip("+")
+
+
+def _check_keys(keys: Sequence[str], configs: Sequence[dict[str, Any]], search: ConfigSearch):
+    """Refuse a grid key that is neither a config group nor a setting of the block's composed
+    configs (a misspelling such as ``tunr: [tl, op]`` would run the default tuner under new
+    cell keys), unless it is written ``+KEY``: the command line's rule (Hydra refuses
+    ``tunr=tl`` and adds ``+tunr=tl``)."""
+    for key in keys:
+        if key.startswith("+") or any(_holds(config, key) for config in configs):
+            continue
+        parent, _, name = key.rpartition(".")
+        node = _node(configs[0], parent) if parent else configs[0]
+        known = [str(k) for k in node] if isinstance(node, Mapping) else []
+        known = sorted({*known, *([] if parent else search.groups())} - ORCHESTRATION_KEYS)
+        where = f"in '{parent}'" if parent else "at the top of the config"
+        raise SweepError(
+            f"sweep.grid key '{key}' is neither a config group nor a setting of the composed "
+            f"config{did_you_mean(name, known)} There is no '{name}' {where} (it has: "
+            f"{', '.join(known)}). To add a key the config does not have, write it '+{key}' "
+            "in the grid, as on the command line"
+        )
+
+
+def _node(config: Any, key: str) -> Any:
+    for name in key.split("."):
+        if not isinstance(config, Mapping) or name not in config:
+            return None
+        config = config[name]
+    return config
+
+
+def _holds(config: Mapping[str, Any], key: str) -> bool:
+    parent, _, name = key.rpartition(".")
+    node = _node(config, parent) if parent else config
+    return isinstance(node, Mapping) and name in node
 
 
 @dataclass(frozen=True)
@@ -357,7 +400,8 @@ def pin_blocks(
     blocks = _pin(_blocks(grid), values, configs)
     for block in blocks:
         for key, value in values.items():
-            block.setdefault(key, [value])
+            if _axis(block, key) is None:
+                block[key] = [value]
     return blocks
 
 
@@ -378,17 +422,22 @@ def _pin(
     the smoke experiment run with another algorithm).
     """
     for key, value in values.items():
-        with_axis = [b for b in blocks if key in b]
+        with_axis = [b for b in blocks if _axis(b, key) is not None]
         if not with_axis:
             continue
-        group = configs.is_group(key)
-        holding = [b for b in with_axis if any(_same(v, value, group) for v in b[key])]
+        group = configs.is_group(bare(key))
+        holding = [b for b in with_axis if any(_same(v, value, group) for v in b[_axis(b, key)])]
         keep = {id(b) for b in holding} if holding else {id(b) for b in with_axis}
-        blocks = [b for b in blocks if key not in b or id(b) in keep]
+        blocks = [b for b in blocks if _axis(b, key) is None or id(b) in keep]
         for block in blocks:
-            if key in block:
-                block[key] = [value]
+            if _axis(block, key) is not None:
+                block[_axis(block, key)] = [value]
     return blocks
+
+
+def _axis(block: Mapping[str, Any], key: str) -> str | None:
+    """The key of ``block`` that sets ``key`` (written with or without its ``+``), or None."""
+    return next((k for k in block if bare(k) == bare(key)), None)
 
 
 def _same(a: Any, b: Any, group: bool) -> bool:

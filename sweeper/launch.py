@@ -44,13 +44,11 @@ from functools import cache
 from typing import Any, Protocol
 
 from sweeper.cells import Cell, canonical_json
-from sweeper.errors import SweepError, whole_number
+from sweeper.errors import SweepError, at_least
 from sweeper.execute import Outcome, cell_function, execute, execute_batch, node_label
 
 POLL_S = 0.5
 """How often the Ray loop wakes up without a result, to refresh progress and check limits."""
-
-LAUNCHERS = ("ray", "local")
 
 MAX_BATCH = 20
 """The most cells of one group an automatic batch holds: past about 20 seeds a batch saves
@@ -73,49 +71,38 @@ class Event:
 
 
 def timeout_of(launcher: Mapping[str, Any]) -> float | None:
-    """``launcher.timeout_s`` as seconds, or None for no limit; a clear error on a bad value."""
+    """``launcher.timeout_s`` as seconds, or None for no limit; a clear error on a bad value
+    (its type, a number or null, is sweeper/schema.py's)."""
     value = launcher.get("timeout_s")
     if value is None:
         return None
-    try:
-        seconds = float(value)
-    except (TypeError, ValueError):
-        seconds = float("nan")
-    if not seconds > 0 or seconds == float("inf"):
+    if not 0 < float(value) < float("inf"):
         raise SweepError(
             f"launcher.timeout_s must be a positive number of seconds or null (no limit), got "
             f"{value!r}: set launcher.timeout_s=1800 (half an hour per cell) or "
             "launcher.timeout_s=null"
         )
-    return seconds
+    return float(value)
 
 
 def check_launcher(launcher: Mapping[str, Any]) -> None:
-    """Refuse a launcher config that cannot work, before anything runs."""
-    name = launcher.get("name", "ray")
-    if name not in LAUNCHERS:
-        raise ValueError(f"unknown launcher '{name}'; valid launchers are: {', '.join(LAUNCHERS)}")
+    """Refuse a launcher config that cannot work, before anything runs: the ranges and
+    shapes its types (sweeper/schema.py, checked at composition) cannot say."""
     timeout_of(launcher)
-    strategy = launcher.get("scheduling_strategy")
-    if strategy is not None and str(strategy) not in ("DEFAULT", "SPREAD"):
-        raise ValueError(f"launcher.scheduling_strategy must be DEFAULT or SPREAD, got {strategy}")
-    if launcher.get("num_cpus") is not None:
-        whole_number(
-            launcher.get("num_cpus"), "launcher.num_cpus", 1, "CPUs of an embedded Ray; null: all"
-        )
-    for key, minimum in (("max_in_flight", 1), ("max_retries", 0)):
+    for key, minimum in (("num_cpus", 1), ("max_in_flight", 1), ("max_retries", 0)):
         if launcher.get(key) is not None:
-            whole_number(launcher.get(key), f"launcher.{key}", minimum)
-    if launcher.get("batch") is not None:
-        whole_number(
-            launcher.get("batch"),
-            "launcher.batch",
-            1,
-            "cells of one group per task; 1: one cell per task; null: keeps every CPU busy",
+            at_least(launcher[key], f"launcher.{key}", minimum)
+    if not launcher.get("cpus_per_cell", 1) > 0:
+        raise SweepError(
+            f"launcher.cpus_per_cell must be a positive number of CPUs, got "
+            f"{launcher.get('cpus_per_cell')!r}"
         )
-    cpus = launcher.get("cpus_per_cell")
-    if cpus is not None and not (isinstance(cpus, int | float) and cpus > 0):
-        raise SweepError(f"launcher.cpus_per_cell must be a positive number of CPUs, got {cpus!r}")
+    batch = launcher.get("batch")
+    if (isinstance(batch, str) and batch != "auto") or (isinstance(batch, int) and batch < 1):
+        raise SweepError(
+            f"launcher.batch={batch!r}: seeds per Ray task are null or auto (chosen from the "
+            "cells' runtime), or a whole number of at least 1 (launcher.batch=4)"
+        )
     address = launcher.get("address")
     if address:
         split_address(str(address))
@@ -253,7 +240,7 @@ def launch(cells: Sequence[Cell] | Source, launcher: Mapping[str, Any]) -> Itera
     if not source.more():  # nothing to run: no Ray to start (a resume of a finished sweep)
         return
     setting = launcher.get("batch")
-    setting = None if setting is None else int(setting)
+    setting = None if setting in (None, "auto") else int(setting)  # null, auto: chosen
     if launcher.get("name", "ray") == "local":
         yield from _launch_local(Batcher(source), setting, timeout_of(launcher))
     else:

@@ -31,6 +31,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from sweeper.configs import ConfigSearch
 from sweeper.errors import StoreFailed
 from sweeper.grid import Composer, pin_blocks
+from sweeper.store.failures import damaged
 from sweeper.store.lock import StoreBusy
 from sweeper.sweep import EXIT_STORE_BUSY, EXIT_STORE_FAILED, SweepResult, run_sweep
 
@@ -93,12 +94,20 @@ def sweeps_of(job_overrides: Sequence[Sequence[str]], compose: Composer) -> list
         grid = OmegaConf.to_container(grid_node, resolve=True) if grid_node is not None else None
         blocks: list[dict[str, list[Any]]] = []
         for job in members:
-            values = {k: _value(parser, configs, k, job[k]) for k in axes if k in job}
+            values = {
+                _axis_key(job[k]): _value(parser, configs, k, job[k]) for k in axes if k in job
+            }
             for block in pin_blocks(grid, values, configs):
                 if block not in blocks:
                     blocks.append(block)
         sweeps.append(MultirunSweep(common, blocks, indices))
     return sweeps
+
+
+def _axis_key(override: str) -> str:
+    """The grid key of a swept override: ``+toy.sleep_s=0,1`` adds a key the config does not
+    have, so its axis is ``+toy.sleep_s`` (sweeper/grid.py refuses an unknown key without)."""
+    return ("+" if override.startswith("+") else "") + override_key(override)
 
 
 def _value(parser: Any, configs: ConfigSearch, key: str, override: str) -> Any:
@@ -162,12 +171,24 @@ def run_or_exit(cfg: DictConfig, compose: Composer, overrides: Sequence[str]) ->
         print(f"error: {err}", file=sys.stderr)
         sys.exit(EXIT_STORE_BUSY)
     except StoreFailed as err:
-        print(
-            f"error: the MLflow store failed ({err}). Nothing was lost: fix the store (free "
-            "disk space, restart the tracking server, ...) and run the same command again",
-            file=sys.stderr,
-        )
+        print(f"error: {store_failed(err)}", file=sys.stderr)
         sys.exit(EXIT_STORE_FAILED)
+
+
+def store_failed(err: StoreFailed) -> str:
+    """What a store that failed before the first cell means: nothing of this sweep was
+    written; what the store held is kept, unless its file is damaged (then it is said)."""
+    if damaged(err):
+        return (
+            f"the MLflow store failed ({err}): its file is damaged, so runs it held may be "
+            "lost (this sweep wrote nothing into it). Keep a copy of the file, recover what "
+            "SQLite can (sqlite3 FILE .recover | sqlite3 RECOVERED.db) and point tracking.uri "
+            "at the recovered file, or at a new file to start again"
+        )
+    return (
+        f"the MLflow store failed ({err}). Nothing was lost: fix the store (free disk space, "
+        "restart the tracking server, ...) and run the same command again"
+    )
 
 
 def exit_bad_input(err: ValueError) -> None:

@@ -1,13 +1,15 @@
-"""The command line's overrides checked before Hydra runs the app: a misspelled group,
-option or setting is bad input (exit status 2), said in one paragraph with the closest
-valid names.
+"""The command line checked before Hydra runs the app: a misspelled group, option or
+setting, a setting of the wrong type, an override Hydra cannot parse, a config file that is
+not valid YAML or a ``--config-dir`` that does not exist is bad input (exit status 2), said
+in one paragraph (with the closest valid names where there are some).
 
-Hydra would report ``algoritm=linucb`` itself, with exit status 1 (which this tool keeps
-for "a cell FAILED") and the advice to write ``+algoritm=linucb``, which only moves the
-mistake into the config. :func:`check_command_line` parses the arguments with Hydra's own
-parser, checks every group option against the config search path (``--config-dir`` and
-``hydra.searchpath`` included), then composes the root config once with the overrides (the
-first value of each swept one) and turns a composition error into such a paragraph.
+Hydra would report each itself, with exit status 1 (which this tool keeps for "a cell
+FAILED"), and for ``algoritm=linucb`` with the advice to write ``+algoritm=linucb``, which
+only moves the mistake into the config. :func:`check_command_line` parses the arguments with
+Hydra's own parser, checks every group option against the config search path
+(``--config-dir`` and ``hydra.searchpath`` included), then composes the root config once with
+the overrides (the first value of each swept one), as the app will, and turns a composition
+error into such a paragraph (:func:`sweeper.schema.composition_error`).
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from omegaconf import OmegaConf
 
+from sweeper import schema
 from sweeper.configs import ConfigSearch
 from sweeper.errors import SweepError
 from sweeper.paths import CONF_DIR
@@ -26,22 +30,24 @@ from sweeper.paths import CONF_DIR
 EXP = "exp"
 """The group of experiments (``+exp=NAME``)."""
 NOT_IN_STRUCT = re.compile(r"Could not override '([^']+)'")
+GRAMMAR = "https://hydra.cc/docs/advanced/override_grammar/basic/"
 
 
 def check_command_line(argv: Sequence[str]) -> None:
-    """Raise :class:`SweepError` when an override of ``argv`` names no group, option or
-    setting; return quietly for anything else (Hydra's own flags, help, completion)."""
+    """Raise :class:`SweepError` for bad input on the command line ``argv`` (module
+    docstring); return quietly for anything else (Hydra's own flags, help, completion)."""
     from hydra._internal.utils import get_args_parser
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import HydraException
 
     args, _ = get_args_parser().parse_known_args(list(argv))
     if args.help or args.hydra_help or args.shell_completion or args.info or args.cfg:
         return
-    try:
-        parsed = OverridesParser.create().parse_overrides(args.overrides)
-    except HydraException:
-        return  # malformed syntax: Hydra's own message says where
+    if args.config_dir and not Path(args.config_dir).expanduser().is_dir():
+        raise SweepError(
+            f"--config-dir {args.config_dir}: no such directory. It is the directory that "
+            "holds your own configs (DIR/exp/NAME.yaml, DIR/tuner/NAME.yaml, ...): "
+            "docs/running.md, 'Your own experiments'"
+        )
+    parsed = [parse_override(o) for o in args.overrides]
     searchpath = [o.value() for o in parsed if o.key_or_group == "hydra.searchpath"]
     extra = [args.config_dir] if args.config_dir else []
     configs = ConfigSearch.of(
@@ -50,7 +56,30 @@ def check_command_line(argv: Sequence[str]) -> None:
     job = [o for o in parsed if not o.is_hydra_override()]
     for override in job:
         _check_options(override, configs)
-    _compose_once(job, configs)
+    schema.check(_compose_once(job, configs))
+
+
+def parse_override(text: str) -> Any:
+    """One override parsed by Hydra's grammar; a :class:`SweepError` naming it when it
+    cannot be parsed or sets no key (``=5``)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    try:
+        override = OverridesParser.create().parse_override(text)
+    except HydraException as err:
+        reason = schema.one_line(str(err).split("\nSee https://")[0])
+        raise SweepError(
+            f"the override {text!r} cannot be parsed: {reason}. An override is KEY=VALUE in "
+            f"Hydra's grammar ({GRAMMAR}): close every bracket and quote (seeds=[1,2]), and "
+            "quote a value holding spaces, commas or brackets in single quotes inside the "
+            "shell's double quotes (\"experiment.description='a, b'\")"
+        ) from None
+    if not override.key_or_group:
+        raise SweepError(
+            f"the override {text!r} sets no key: an override is KEY=VALUE (e.g. seeds=5)"
+        )
+    return override
 
 
 def _check_options(override: Any, configs: ConfigSearch) -> None:
@@ -63,30 +92,30 @@ def _check_options(override: Any, configs: ConfigSearch) -> None:
         if isinstance(value, str) and value not in options:
             sizes = _experiment_sizes(value, options, configs) if key == EXP else None
             raise SweepError(
-                f"unknown {key} '{value}'{_did_you_mean(value, options, sizes)} Valid {key} "
+                f"unknown {key} '{value}'{did_you_mean(value, options, sizes)} Valid {key} "
                 f"names are: {', '.join(options)}. An option of your own goes into DIR/{key}/"
                 f"{value}.yaml with --config-dir DIR"
             )
 
 
-def _compose_once(job: Sequence[Any], configs: ConfigSearch) -> None:
-    """Compose the root config with the job's overrides (a swept one at its first value)."""
+def _compose_once(job: Sequence[Any], configs: ConfigSearch) -> Any:
+    """The root config composed with the job's overrides (a swept one at its first value),
+    as the app composes it; a :class:`SweepError` for anything composition refuses."""
     from hydra import compose, initialize_config_dir
-    from hydra.errors import ConfigCompositionException, MissingConfigException
 
     overrides = [_first(o) for o in job]
     hydra_overrides = configs.searchpath_override()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         try:
-            compose(config_name="config", overrides=[*overrides, *hydra_overrides])
-        except (ConfigCompositionException, MissingConfigException) as err:
+            return compose(config_name="config", overrides=[*overrides, *hydra_overrides])
+        except schema.COMPOSITION_ERRORS as err:
             found = NOT_IN_STRUCT.search(str(err))
             if found is None:
-                return  # not a name: Hydra says it (and the driver checks values)
+                raise schema.composition_error(err) from None
             others = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") != found[1]]
             try:  # the config the name was looked for in: every other override applied
                 root = compose(config_name="config", overrides=[*others, *hydra_overrides])
-            except (ConfigCompositionException, MissingConfigException):
+            except schema.COMPOSITION_ERRORS:
                 root = compose(config_name="config", overrides=hydra_overrides)
             raise SweepError(_unknown_setting(found[1], root, configs)) from None
 
@@ -109,12 +138,12 @@ def _unknown_setting(key: str, root: Any, configs: ConfigSearch) -> str:
     where = f"in '{parent}'" if parent else "at the top of the config"
     there = f"; the settings there are: {', '.join(sorted(siblings))}" if siblings else ""
     return (
-        f"unknown group or setting '{key}'{_did_you_mean(name, siblings)} There is no "
+        f"unknown group or setting '{key}'{did_you_mean(name, siblings)} There is no "
         f"'{name}' {where}{there}. `sweeper --help` lists the groups and their options"
     )
 
 
-def _did_you_mean(
+def did_you_mean(
     name: str, candidates: Sequence[str], sizes: Mapping[str, int] | None = None
 ) -> str:
     """'; did you mean 'x'?' for the closest candidates, else '.' (ends a sentence); a

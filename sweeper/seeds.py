@@ -15,13 +15,10 @@ the rule (:meth:`sweeper.adaptive.AdaptiveSeeds.speculate`); the decisions do no
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from sweeper.errors import SweepError, whole_number
-
-KEYS = ("until", "min", "max", "step", "alpha", "precision", "speculate")
+from sweeper.errors import SweepError, at_least
 
 
 @dataclass(frozen=True)
@@ -38,27 +35,18 @@ class SeedBudget:
 
 def budget_of(cfg: DictConfig) -> SeedBudget | None:
     """The budget ``seeds`` sets, or None for a seed count (or no ``seeds``); a one-paragraph
-    :class:`SweepError` naming the setting for a bad one."""
-    seeds = cfg.get("seeds")
-    if not OmegaConf.is_dict(seeds) and not isinstance(seeds, dict):
+    :class:`SweepError` naming the setting for a bad one (its types are the dataclass's,
+    checked by OmegaConf: :func:`sweeper.schema.seed_budget`; its ranges here)."""
+    from sweeper.schema import seed_budget
+
+    budget = seed_budget(cfg.get("seeds"))
+    if not isinstance(budget, SeedBudget):
         return None
-    given = dict(OmegaConf.to_container(seeds) if OmegaConf.is_dict(seeds) else seeds)
-    unknown = sorted(set(given) - set(KEYS))
-    if unknown or given.get("until") != "decided":
-        raise SweepError(
-            f"seeds={given}: a seed budget is seeds={{until: decided, min: 10, max: 40, "
-            "step: 5, alpha: 0.05, precision: 0.02, speculate: true}} (every key but until "
-            f"optional){f'; unknown key(s) {unknown}' if unknown else ''}; or give a number "
-            "of seeds (seeds=20)"
-        )
-    budget = SeedBudget(
-        min=whole_number(given.get("min", 10), "seeds.min", 2, "seeds.min is at least 2"),
-        max=whole_number(given.get("max", 40), "seeds.max", 2, "seeds.max is at least 2"),
-        step=whole_number(given.get("step", 5), "seeds.step", 1, "seeds.step is at least 1"),
-        alpha=_fraction(given.get("alpha", 0.05), "seeds.alpha"),
-        precision=_fraction(given.get("precision", 0.02), "seeds.precision"),
-        speculate=_boolean(given.get("speculate", True), "seeds.speculate"),
-    )
+    at_least(budget.min, "seeds.min", 2)
+    at_least(budget.max, "seeds.max", 2)
+    at_least(budget.step, "seeds.step", 1)
+    _fraction(budget.alpha, "seeds.alpha")
+    _fraction(budget.precision, "seeds.precision")
     if budget.min > budget.max:
         raise SweepError(f"seeds.min={budget.min} is above seeds.max={budget.max}")
     return budget
@@ -70,20 +58,10 @@ def seed_count(cfg: DictConfig) -> int | None:
     if budget is not None:
         return budget.max
     seeds = cfg.get("seeds")
-    return None if seeds is None else whole_number(seeds, "seeds", 1, "seeds=N runs seeds 0..N-1")
+    return None if seeds is None else int(at_least(seeds, "seeds", 1, "seeds=N runs seeds 0..N-1"))
 
 
-def _boolean(value: Any, key: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    raise SweepError(f"{key}={value!r}: true or false, e.g. {key}=false")
-
-
-def _fraction(value: Any, key: str) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        number = -1.0
-    if not 0 < number < 1:
+def _fraction(value: float, key: str) -> float:
+    if not 0 < value < 1:
         raise SweepError(f"{key}={value!r}: a number between 0 and 1, e.g. {key}=0.05")
-    return number
+    return value

@@ -1,5 +1,7 @@
 """The sweep's own settings (``rerun``, ``experiment``, ``tracking``), checked before anything
-runs (docs/faults.md, "Bad input").
+runs (docs/faults.md, "Bad input"): what their types (sweeper/schema.py, checked while Hydra
+composes the config) cannot say, such as ranges, a URI's kind, a name's characters and the
+relations between settings.
 
 Each mistake is one paragraph naming the setting and the fix (:class:`SweepError`, exit
 status 2), raised before the store is opened, Ray started or a parent run created, so a
@@ -9,19 +11,26 @@ bad setting leaves nothing behind (nothing RUNNING, no lock file, no directory).
 from __future__ import annotations
 
 import re
+import string
+import sys
+import unicodedata
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
-from sweeper.errors import SweepError, boolean, whole_number
+from sweeper import schema
+from sweeper.errors import SweepError, at_least
 
 MAX_NAME = 200
 """The longest experiment name: it is a directory of the artifact root (255 bytes at most on
 most file systems) and a column of 256 characters in MLflow's database."""
 MAX_CELLS = 100_000
 """The default of ``sweep.max_cells`` (bench/bench_scale.py measured up to 50,000 cells)."""
+NAME_CHARACTERS = frozenset(string.ascii_letters + string.digits + " _-./+=@,:")
+"""The characters of an experiment name: ASCII letters, digits and a few marks (no quote,
+no control character, no letter outside ASCII)."""
 DATABASES = ("sqlite", "postgresql", "mysql", "mssql")
 """The SQL databases MLflow stores runs in (a ``tracking.uri`` of these is its own database)."""
 SERVERS = ("http", "https")
@@ -57,12 +66,8 @@ def redact_hydra_files() -> None:
 
 
 def rerun(cfg: DictConfig) -> bool:
-    """``rerun`` as a boolean (``rerun=no`` is false)."""
-    return boolean(cfg.get("rerun"), "rerun")
-
-
-def direct_writes(cfg: DictConfig) -> bool:
-    return boolean(cfg.tracking.get("direct_writes", True), "tracking.direct_writes", True)
+    """``rerun`` (a boolean by its type: ``rerun=no`` is false)."""
+    return bool(cfg.get("rerun"))
 
 
 def check(cfg: DictConfig, uri: str) -> None:
@@ -75,22 +80,38 @@ def check(cfg: DictConfig, uri: str) -> None:
 
 
 def _check(cfg: DictConfig, uri: str) -> None:
-    rerun(cfg)
-    direct_writes(cfg)
+    schema.check(cfg)
     experiment_name(cfg.experiment.get("name"))
+    check_tracking(cfg.tracking)
     limit = max_cells(cfg)
     seeds = cfg.get("seeds")
     if isinstance(seeds, int) and not isinstance(seeds, bool) and seeds > limit:
         raise too_many(f"seeds={seeds} alone makes {seeds:,} cells", limit)
     check_uri(uri)
+    check_driver(uri, "tracking.uri")
     check_database(uri, cfg.tracking.get("database"))
+    if cfg.tracking.get("database"):
+        check_driver(str(cfg.tracking.database), "tracking.database")
+
+
+def check_tracking(tracking: Any) -> None:
+    """The ranges of the ``tracking`` settings, before the store is opened (a refused
+    setting leaves no store and no lock file behind)."""
+    for key, minimum in (("batch_size", 1), ("log_threads", 1)):
+        if tracking.get(key) is not None:
+            at_least(tracking[key], f"tracking.{key}", minimum)
+    for key in ("batch_s", "patience_s"):
+        if not tracking.get(key, 1.0) > 0:
+            raise SweepError(
+                f"tracking.{key} must be a positive number of seconds, got {tracking.get(key)!r}"
+            )
 
 
 def max_cells(cfg: DictConfig) -> int:
     """``sweep.max_cells``: the most cells a sweep may have (a typo such as ``seeds=10000000``
     would otherwise expand for minutes and gigabytes before anything is said)."""
     sweep = cfg.get("sweep") or {}
-    return whole_number(sweep.get("max_cells", MAX_CELLS), "sweep.max_cells", 1)
+    return int(at_least(sweep.get("max_cells", MAX_CELLS), "sweep.max_cells", 1))
 
 
 def too_many(what: str, limit: int) -> SweepError:
@@ -144,6 +165,39 @@ def check_uri(uri: str) -> None:
     raise SweepError(f"tracking.uri={uri}: '{kind}' is not a kind of MLflow store. {fix}")
 
 
+PACKAGES = {"MySQLdb": "mysqlclient", "psycopg2": "psycopg2-binary", "psycopg": "psycopg[binary]"}
+"""The pip name of a database driver's module, where it is not the module's own name."""
+
+
+def check_driver(uri: str, key: str) -> None:
+    """A database URI whose SQLAlchemy driver is installed (``mysql://`` needs MySQLdb,
+    ``postgresql+pg8000://`` pg8000): else one paragraph naming what to install, before the
+    store is opened (MLflow would fail with an ImportError traceback)."""
+    kind = scheme(uri)
+    if kind not in DATABASES or kind == "sqlite":
+        return
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    try:
+        make_url(uri).get_dialect().import_dbapi()
+    except (ArgumentError, ValueError) as err:
+        raise SweepError(f"{key}={uri} is not a database URI SQLAlchemy reads: {err}") from None
+    except NoSuchModuleError:
+        raise SweepError(
+            f"{key}={uri}: SQLAlchemy has no driver '{uri.partition('://')[0]}'. Write "
+            "DATABASE+DRIVER://..., e.g. postgresql+psycopg://USER@HOST/DB"
+        ) from None
+    except ImportError as err:
+        module = (err.name or "").split(".")[0]
+        package = PACKAGES.get(module, module)
+        raise SweepError(
+            f"{key}={uri} needs the database driver '{module}', which is not installed in "
+            f"{sys.prefix}: pip install '{package}', or name an installed driver (for "
+            "PostgreSQL, pip install 'sweeper[postgres]' and postgresql+psycopg://USER@HOST/DB)"
+        ) from None
+
+
 def check_database(uri: str, database: Any) -> None:
     """``tracking.database`` is the SQL database behind a tracking server; with a database
     ``tracking.uri`` (sqlite, PostgreSQL, ...) it must be that database or null, or the runs
@@ -165,6 +219,11 @@ def check_database(uri: str, database: Any) -> None:
             "runs would go into another store under this store's experiment id. Remove "
             "tracking.database (null), or set tracking.uri to the store you mean"
         )
+
+
+def _character(c: str) -> str:
+    """``'é' (U+00E9 LATIN SMALL LETTER E WITH ACUTE)``: a character said so it can be seen."""
+    return f"{c!r} (U+{ord(c):04X} {unicodedata.name(c, 'a control character')})"
 
 
 def same_database(a: str, b: str) -> bool:
@@ -189,7 +248,8 @@ def same_database(a: str, b: str) -> bool:
 
 def experiment_name(name: Any) -> str:
     """The MLflow experiment's name: not empty, not null, at most :data:`MAX_NAME`
-    characters, and never a path that leaves the artifact root (``..``, a leading ``/``)."""
+    characters of :data:`NAME_CHARACTERS`, and never a path that leaves the artifact root
+    (``..``, a leading ``/``)."""
     fix = "set experiment.name=NAME (letters, digits, '_', '-', '.')"
     if name is None or not str(name).strip():
         raise SweepError(f"experiment.name is {'null' if name is None else 'empty'}: {fix}")
@@ -199,12 +259,16 @@ def experiment_name(name: Any) -> str:
             f"experiment.name is {len(text)} characters long, more than {MAX_NAME} (it names "
             f"a directory of the artifact store): {fix}"
         )
-    parts = text.replace("\\", "/").split("/")
-    if text.startswith(("/", "\\")) or any(p in (".", "..") for p in parts) or "\x00" in text:
+    odd = next((c for c in text if c not in NAME_CHARACTERS), None)
+    if odd is not None:
+        raise SweepError(
+            f"experiment.name={text!r} holds {_character(odd)}, which a name may not hold "
+            "(it names a directory of the artifact store, a part of the UI's address and of "
+            f"the resume command): {fix}; spaces and '/+=@,:' are allowed too"
+        )
+    if text.startswith("/") or any(p in (".", "..") for p in text.split("/")):
         raise SweepError(
             f"experiment.name={text!r} is a path out of the artifact store (its artifacts "
             f"would land outside it): {fix}"
         )
-    if any(len(p.encode()) > 255 for p in parts):
-        raise SweepError(f"experiment.name={text!r} cannot name a directory: {fix}")
     return text

@@ -69,14 +69,26 @@ def toy_cell(config: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+STEP_BYTES = 40
+"""The toy's memory per step: its increments, steps, their square roots, the cumulative
+value and the knob's trace, float64 each."""
+
+
 def validate(config: Mapping[str, Any]) -> None:
     """Refuse a toy config that cannot run, before any cell does: ``horizon`` is a positive
-    whole number of steps."""
+    whole number of steps whose arrays fit in this machine's memory."""
     horizon = config.get("horizon", 100)
     whole = isinstance(horizon, int) and not isinstance(horizon, bool)
     if not whole or horizon < 1:
         raise ValueError(
             f"horizon must be a positive whole number of steps, got {horizon!r} (e.g. horizon=100)"
+        )
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if horizon * STEP_BYTES > memory:
+        raise ValueError(
+            f"horizon={horizon:,} steps need {horizon * STEP_BYTES / 2**30:,.0f} GiB "
+            f"({STEP_BYTES} bytes a step), more than this machine's {memory / 2**30:,.0f} GiB "
+            "of memory: lower horizon"
         )
 
 

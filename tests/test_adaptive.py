@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BUDGET = "seeds={until:decided,min:5,max:15,step:5}"
 GRID = [
     "task=toy", "horizon=10", "+task.compare=toy.shift", "+task.reference=0",
-    "+sweep.grid=[{toy.shift:[0,1],toy.noise:[0.01,100]}]",
+    "+sweep.grid=[{+toy.shift:[0,1],+toy.noise:[0.01,100]}]",
 ]  # fmt: skip
 EXPECTED = {"noise=0.01": ("worse", 5), "noise=100": ("undecided", 15)}
 

@@ -404,16 +404,18 @@ def test_cells_run_on_the_local_launcher_with_a_time_limit(composer, tracking_ur
     "override, message",
     [
         ("launcher.timeout_s=0", "timeout_s must be a positive"),
-        ("launcher.name=slurm", "valid launchers are: ray, local"),
+        ("launcher.name=slurm", "launcher.name is one of ray, local"),
         ("launcher.max_in_flight=0", "max_in_flight must be"),
     ],
 )
 def test_a_bad_launcher_setting_fails_before_anything_runs(
     composer, tracking_uri, override, message
 ):
+    from sweeper.configs import compose  # as the command line composes (composer: Hydra's context)
+
     overrides = _overrides(tracking_uri, "bad", "seeds=1", override)
     with pytest.raises(ValueError, match=message):
-        _sweep(composer, overrides)
+        _sweep(compose, overrides)
     assert not _cell_runs(tracking_uri, "bad")
 
 

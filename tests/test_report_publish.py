@@ -22,7 +22,7 @@ def test_a_published_folder_rebuilds_the_same_tables_without_the_store(
     composer, tracking_uri, tmp_path, ray_local
 ):
     overrides = ["task=toy", "horizon=2000", "seeds=3", f"tracking.uri={tracking_uri}",
-                 "experiment.name=published", "+sweep.grid.variant=[a,b]"]  # fmt: skip
+                 "experiment.name=published", "sweep.grid={+variant:[a,b]}"]  # fmt: skip
     run_sweep(composer(overrides), composer, overrides, out=io.StringIO())
     store = build_report("published", tmp_path / "store", tracking_uri)
     shutil.copytree(tmp_path / "store", tmp_path / "copy")

@@ -127,7 +127,7 @@ def test_a_family_without_groups_sweeps_summarises_and_reports(
     composer, tracking_uri, tmp_path, ray_local
 ):
     overrides = _toy(tracking_uri, "toyfam", "seeds=3")
-    result, out = _sweep(composer, overrides, {"toy.variant": ["a", "b"]})
+    result, out = _sweep(composer, overrides, {"+toy.variant": ["a", "b"]})
     assert result.finished == 6 and result.exit_code == 0
     # One summary row per setting of the sweep, never pooled over the variant axis.
     assert "Final value (final_value; mean, sd over seeds)" in out

@@ -3,7 +3,8 @@
 Hydra finds launchers in the ``hydra_plugins`` namespace package (as it finds
 ``hydra_plugins.hydra_joblib_launcher`` or ``hydra_plugins.hydra_ray_launcher``); importing
 this module registers the config ``hydra/launcher/sweeper`` in Hydra's ConfigStore, which
-``conf/config.yaml`` selects. Unlike those launchers, it does not call the task function
+``conf/config.yaml`` selects, and the schema of the sweep's settings (``sweeper.schema``),
+which ``conf/config.yaml`` composes on. Unlike those launchers, it does not call the task function
 once per job: ``sweeper.multirun.run_multirun`` turns the jobs into a grid and runs it
 through the driver (one Ray start, one parent run, streaming, resumable).
 """
@@ -22,6 +23,8 @@ from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig
 
+from sweeper.schema import register as register_schema
+
 
 @dataclass
 class SweeperLauncherConf:
@@ -31,6 +34,7 @@ class SweeperLauncherConf:
 ConfigStore.instance().store(
     group="hydra/launcher", name="sweeper", node=SweeperLauncherConf, provider="sweeper"
 )
+register_schema()  # the sweep's settings, typed (conf/config.yaml's first default)
 
 
 def _remove_sweep_dir(path: Path) -> None:

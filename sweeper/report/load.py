@@ -313,7 +313,7 @@ def _grid_axes(configs: list[dict[str, Any]]) -> dict[str, list[Any]]:
                 continue
             for key, values in block.items():
                 values = values if isinstance(values, list) else [values]
-                known = axes.setdefault(str(key), [])
+                known = axes.setdefault(str(key).lstrip("+"), [])  # +KEY: an added key
                 for value in values:
                     if value not in known:
                         known.append(value)

@@ -74,6 +74,20 @@ def transient(err: BaseException) -> bool:
     return False
 
 
+SQLITE_DAMAGED = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
+"""SQLite's codes for a damaged file: what the store held may be lost."""
+
+
+def damaged(err: BaseException) -> bool:
+    """Whether ``err`` says the store's file is damaged (SQLite's SQLITE_CORRUPT or
+    SQLITE_NOTADB), so that what it held may be lost."""
+    return any(
+        isinstance(link, sqlite3.Error)
+        and ((getattr(link, "sqlite_errorcode", None) or 0) & 0xFF) in SQLITE_DAMAGED
+        for link in _chain(err)
+    )
+
+
 def _chain(err: BaseException) -> Iterator[BaseException]:
     """``err``, then what it wraps, outermost first: SQLAlchemy's ``orig``, urllib3's
     ``reason``, exceptions among the arguments (requests'), the cause and the context."""

@@ -10,6 +10,7 @@ cells (:mod:`~sweeper.store.cellruns`), a sweep's parent run and table
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import tempfile
@@ -18,6 +19,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.error import HTTPError
 from urllib.parse import urlparse
 from urllib.request import urlopen
 
@@ -72,9 +74,10 @@ SERVER_PATIENCE_S = 30.0
 
 
 def check_store(uri: str) -> None:
-    """Refuse in seconds a store that cannot be used (minutes of retries otherwise): an
-    MLflow server that does not answer, a sqlite file in a directory that is missing or
-    cannot be written."""
+    """Refuse in seconds a store that cannot be used (minutes of retries otherwise), before a
+    lock file or a store is made: an MLflow server that does not answer (or a server that is
+    not MLflow's), a sqlite URI naming a directory, a file that is not an SQLite database, or
+    a file in a directory that is missing or cannot be written."""
     scheme = uri.split(":", 1)[0]
     if scheme in ("http", "https"):
         _check_server(uri)
@@ -82,9 +85,15 @@ def check_store(uri: str) -> None:
     if scheme != "sqlite" or not uri.startswith("sqlite:///"):
         return
     path = Path(uri.removeprefix("sqlite:///"))
+    if path.is_dir():
+        raise SweepError(
+            f"tracking.uri={uri} names the directory {path}, not a file: a sqlite store is a "
+            f"file, e.g. tracking.uri=sqlite:///{path / 'mlflow.db'}"
+        )
     if path.exists():
         if not os.access(path, os.R_OK | os.W_OK):
             raise SweepError(f"the MLflow store {path} (tracking.uri) cannot be read and written")
+        _check_sqlite_file(path, uri)
         _check_free(path.parent or Path("."), MIN_FREE_BYTES, path, uri)
         return
     try:
@@ -96,6 +105,22 @@ def check_store(uri: str) -> None:
             "Point tracking.uri at a writable directory (e.g. tracking.uri=sqlite:///mlflow.db)"
         ) from None
     _check_free(path.parent or Path("."), NEW_STORE_BYTES, path, uri)
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+"""The first 16 bytes of every SQLite database file (an empty file is a new database)."""
+
+
+def _check_sqlite_file(path: Path, uri: str) -> None:
+    """Refuse a file that is not an SQLite database before a lock file is made beside it."""
+    with open(path, "rb") as file:
+        head = file.read(len(SQLITE_HEADER))
+    if head and head != SQLITE_HEADER:
+        raise SweepError(
+            f"the file {path} (tracking.uri={uri}) is not an SQLite database (it does not "
+            "begin with SQLite's header), so it is no MLflow store: point tracking.uri at the "
+            "store's file, or at a new file name to make a store there"
+        )
 
 
 NEW_STORE_BYTES = 8 << 20
@@ -144,12 +169,13 @@ def store_calls(what: str) -> Iterator[None]:
 
 def _check_server(uri: str) -> None:
     """A server that refuses the connection (or whose host is unknown) is refused at once;
-    one that accepts it but is slow to answer (a loaded machine) gets SERVER_PATIENCE_S."""
+    one that accepts it but is slow to answer (a loaded machine) gets SERVER_PATIENCE_S; one
+    that answers, but not as MLflow does, is refused (:func:`_check_mlflow_api`)."""
     deadline = time.monotonic() + SERVER_PATIENCE_S
     while True:
         try:
             with urlopen(f"{uri.rstrip('/')}/health", timeout=SERVER_TIMEOUT_S):
-                return
+                break
         except (OSError, ValueError) as err:
             slow = isinstance(getattr(err, "reason", err), TimeoutError)
             if slow and time.monotonic() < deadline:
@@ -159,6 +185,41 @@ def _check_server(uri: str) -> None:
                 "(mlflow server --host HOST --port PORT ...), fix tracking.uri, or use a local "
                 "store (tracking.uri=sqlite:///mlflow.db)"
             ) from None
+    _check_mlflow_api(uri)
+
+
+PROBE = "api/2.0/mlflow/experiments/get-by-name?experiment_name=sweeper-probe"
+"""An MLflow API call every tracking server answers with JSON: the experiment, or an
+``error_code`` (RESOURCE_DOES_NOT_EXIST)."""
+
+
+def _check_mlflow_api(uri: str) -> None:
+    """Refuse a server that answers but is no MLflow tracking server (a web server or a
+    proxy that answers 200 to everything): MLflow's API answers :data:`PROBE` with JSON
+    holding ``experiment`` or ``error_code``. A 401 or 403 is MLflow's authentication: the
+    client's credentials decide, later."""
+    try:
+        with urlopen(f"{uri.rstrip('/')}/{PROBE}", timeout=SERVER_TIMEOUT_S) as answer:
+            status, body = answer.status, answer.read(1 << 16)
+    except HTTPError as err:
+        if err.code in (401, 403):
+            return
+        status, body = err.code, err.read(1 << 16)
+    except (OSError, ValueError):  # it stopped answering since /health: said when used
+        return
+    try:
+        found = json.loads(body)
+    except ValueError:
+        found = None
+    if isinstance(found, dict) and ("experiment" in found or "error_code" in found):
+        return
+    shown = " ".join(body[:80].decode(errors="replace").split())
+    raise SweepError(
+        f"the server at {uri} (tracking.uri) answers, but not as an MLflow tracking server: "
+        f"GET /{PROBE.split('?')[0]} got HTTP {status} with {shown!r}. Point tracking.uri at "
+        "an MLflow tracking server (mlflow server --host HOST --port PORT), not a proxy or "
+        "another web server, or use a local store (tracking.uri=sqlite:///mlflow.db)"
+    )
 
 
 def search_all(client: MlflowClient, experiment_id: str, filter_string: str = "") -> list[Any]:

@@ -8,6 +8,7 @@ each round, under ``names``/``values``, plus the tuner's per-round state sizes).
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -22,13 +23,26 @@ def spec_name(spec: Mapping[str, Any]) -> str:
     return str(spec.get("name") or spec["_target_"])
 
 
+ROUND_BYTES = 32
+"""The least memory a cell holds per round: its instantaneous regret and reward, one traced
+hyperparameter and the cumulative regret, float64 each (its other per-round arrays aside)."""
+
+
 def horizon_of(config: Mapping[str, Any]) -> int:
-    """T from the config, refused early when it is not a positive whole number of rounds."""
+    """T from the config, refused early when it is not a positive whole number of rounds, or
+    when T rounds need more memory than this machine has (a MemoryError in every cell)."""
     value = config["horizon"]
     whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
     if isinstance(value, bool) or not whole or value <= 0:
         raise ValueError(
             f"horizon must be a positive whole number of rounds (horizon=T), got {value!r}"
+        )
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if value * ROUND_BYTES > memory:
+        raise ValueError(
+            f"horizon={int(value):,} rounds need at least {value * ROUND_BYTES / 2**30:,.0f} "
+            f"GiB ({ROUND_BYTES} bytes a round for the cell's per-round arrays), more than "
+            f"this machine's {memory / 2**30:,.0f} GiB of memory: lower horizon"
         )
     return int(value)
 
