@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import logging
-import math
 import socket
 import time
 import traceback
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from hydra.utils import get_method
 
 from sweeper.cellnpz import pack
+from sweeper.outcome import Declared, check_result
 from sweeper.provenance import loaded_libraries
 
 
@@ -64,27 +63,18 @@ class Outcome:
         return node_label(self.node_ip or self.node, self.node_id)
 
 
-def _non_finite(summary: Mapping[str, Any]) -> list[str]:
-    return [k for k, v in summary.items() if isinstance(v, float) and not math.isfinite(v)]
+def execute(function: str, config: dict[str, Any], declared: Declared | None = None) -> Outcome:
+    """Call ``function(config)``; exceptions and results that cannot be recorded become
+    FAILED outcomes.
 
-
-def execute(function: str, config: dict[str, Any]) -> Outcome:
-    """Call ``function(config)``; exceptions and non-finite summaries become FAILED outcomes.
-
-    The result must be a mapping with at least ``summary`` (name -> number); a cell that
-    returns anything else is FAILED with a message saying so.
+    The result must be a mapping with at least ``summary`` (name -> finite number), checked
+    here against the family's ``declared`` metrics and curves (:mod:`sweeper.outcome`): a
+    cell that returns anything else is FAILED with a message naming the key and the value.
     """
     started = time.perf_counter()
     try:
         result = cell_function(function)(config)
-        if not isinstance(result, Mapping) or not isinstance(result.get("summary"), Mapping):
-            raise TypeError(
-                f"cell function '{function}' returned {type(result).__name__}; it must return "
-                "a mapping with a 'summary' mapping (and optionally 'curves', 'trace', 'params')"
-            )
-        bad = _non_finite(result["summary"])
-        if bad:
-            raise FloatingPointError(f"the cell diverged: its summary is not finite: {bad}")
+        check_result(result, function, declared)
         outcome = Outcome("FINISHED", result=dict(result))
         outcome.artifact = pack(result, config)
     except Exception as err:  # a failing cell never kills a sweep

@@ -33,6 +33,7 @@ from typing import Any, Protocol
 from sweeper.cells import Cell
 from sweeper.errors import SweepError, whole_number
 from sweeper.execute import Outcome, execute, node_label
+from sweeper.outcome import Declared
 
 POLL_S = 0.5
 """How often the Ray loop wakes up without a result, to refresh progress and check limits."""
@@ -129,17 +130,20 @@ class Fixed:
         return []
 
 
-def launch(cells: Sequence[Cell] | Source, launcher: Mapping[str, Any]) -> Iterator[Event]:
+def launch(
+    cells: Sequence[Cell] | Source, launcher: Mapping[str, Any], declared: Declared | None = None
+) -> Iterator[Event]:
     """Run ``cells`` (a sequence, or a :class:`Source` fed by the outcomes the consumer
-    sees) and yield their events as they happen (see the module docstring)."""
+    sees) and yield their events as they happen (see the module docstring); each result is
+    checked where it ran against the family's ``declared`` metrics and curves."""
     check_launcher(launcher)
     source = cells if hasattr(cells, "take") else Fixed(cells)
     if not source.more():  # nothing to run: no Ray to start (a resume of a finished sweep)
         return
     if launcher.get("name", "ray") == "local":
-        yield from _launch_local(source, timeout_of(launcher))
+        yield from _launch_local(source, timeout_of(launcher), declared)
     else:
-        yield from _launch_ray(source, launcher)
+        yield from _launch_ray(source, launcher, declared)
 
 
 def timed_out_outcome(seconds: float, elapsed: float, **where: Any) -> Outcome:
@@ -180,7 +184,9 @@ def _alarm(seconds: float | None) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def _launch_local(source: Source, seconds: float | None) -> Iterator[Event]:
+def _launch_local(
+    source: Source, seconds: float | None, declared: Declared | None
+) -> Iterator[Event]:
     node = node_label(None, None)
     while cells := source.take(1):
         cell = cells[0]
@@ -188,7 +194,7 @@ def _launch_local(source: Source, seconds: float | None) -> Iterator[Event]:
         started = time.perf_counter()
         try:
             with _alarm(seconds):
-                outcome = execute(cell.function, cell.config)
+                outcome = execute(cell.function, cell.config, declared)
         except _CellTimeout:
             outcome = timed_out_outcome(seconds, time.perf_counter() - started)
         yield Event("finished", cell, outcome)
@@ -272,7 +278,9 @@ def check_fits(cpus_per_cell: float, embedded: bool) -> None:
     print(f"warning: {message} until the cluster adds a bigger node", file=sys.stderr)
 
 
-def _ray_cell(function: str, config: dict[str, Any]) -> Iterator[Any]:
+def _ray_cell(
+    function: str, config: dict[str, Any], declared: Declared | None = None
+) -> Iterator[Any]:
     """The Ray task: announce where and when it starts, then run the cell."""
     import ray
 
@@ -280,7 +288,7 @@ def _ray_cell(function: str, config: dict[str, Any]) -> Iterator[Any]:
     node_id = context.get_node_id()
     node_ip = ray.util.get_node_ip_address()
     yield {"node_id": node_id, "node_ip": node_ip, "started": time.time()}
-    outcome = execute(function, config)
+    outcome = execute(function, config, declared)
     outcome.node_id = node_id
     outcome.node_ip = node_ip
     yield outcome
@@ -298,7 +306,9 @@ class _Slot:
         return {"node_ip": self.node_ip, "node_id": self.node_id}
 
 
-def _launch_ray(source: Source, launcher: Mapping[str, Any]) -> Iterator[Event]:
+def _launch_ray(
+    source: Source, launcher: Mapping[str, Any], declared: Declared | None
+) -> Iterator[Event]:
     import ray
 
     init_ray(launcher)
@@ -320,7 +330,7 @@ def _launch_ray(source: Source, launcher: Mapping[str, Any]) -> Iterator[Event]:
             if len(cells) < free:  # the source is starved: fill CPUs that would idle
                 cells += source.speculate(_idle(len(in_flight) + len(cells), cpus_per_cell))
             for cell in cells:
-                in_flight[remote.remote(cell.function, cell.config)] = _Slot(cell)
+                in_flight[remote.remote(cell.function, cell.config, declared)] = _Slot(cell)
             if not in_flight:
                 break  # nothing running and nothing handed out: the source is done
             refs = list(in_flight)  # every one ready now (one wait per event is slow), else

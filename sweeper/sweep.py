@@ -36,6 +36,7 @@ from sweeper.execute import Outcome, cell_function
 from sweeper.grid import Composer, Grid, expand, task_of
 from sweeper.launch import check_launcher, init_ray, launch
 from sweeper.nfs import warn_network_sqlite
+from sweeper.outcome import Declared
 from sweeper.progress import Progress, format_duration
 from sweeper.seeds import budget_of
 from sweeper.store import Done, LeaseLost, SweepStore, check_store, patience_of, resolve_uri
@@ -256,7 +257,10 @@ def _drive(
 
     dispatch_started = time.perf_counter()  # after Ray's start: cells/s measures dispatch
     try:
-        with _graceful_stop(progress) as stop, closing(launch(source, cfg.launcher)) as events:
+        with (
+            _graceful_stop(progress) as stop,
+            closing(launch(source, cfg.launcher, Declared.of(store.task))) as events,
+        ):
             recorder.stop = stop
             for event in events:
                 cell, outcome = event.cell, event.outcome

@@ -18,6 +18,7 @@ database: :mod:`sweeper.store.failures`); a full disk or a bad schema stops the 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -25,13 +26,14 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 import tenacity
+from mlflow.exceptions import MlflowException
 from omegaconf import DictConfig
 
 from sweeper import memory
 from sweeper.errors import StoreFailed, SweepError, boolean
 from sweeper.process import now_ms
 from sweeper.settings import redact
-from sweeper.store.bulk import BulkWriter, RunRecord, database_of
+from sweeper.store.bulk import BulkWriter, RunRecord, database_of, refuse
 from sweeper.store.cellruns import CellLike, OutcomeLike, discard_attempts, log_record, record_of
 from sweeper.store.failures import STORE_ERRORS, transient
 from sweeper.store.lock import Fence
@@ -261,11 +263,9 @@ class Recorder:
         received at or after it in a later one (so the resume index searches only those,
         ``end_time >= mark``). When the store fails part way, the cells whose runs were
         written are kept in :attr:`cut` (their rows are rebuilt by the next start)."""
-        made = [
-            record_of(self.tracker, cell, outcome, self.parent.run_id, supersedes, received)
-            for cell, outcome, supersedes, received in batch
-        ]
-        logged = [(c, o, row) for (c, o, _, _), (_, row) in zip(batch, made, strict=True)]
+        checked = [self._made(*received) for received in batch]
+        made = [(record, row) for _, record, row in checked]
+        logged = [(c, o, row) for (c, _, _, _), (o, _, row) in zip(batch, checked, strict=True)]
         try:
             self._patiently("recording a batch of cells", lambda: self._write([r for r, _ in made]))
         except BaseException:
@@ -285,6 +285,21 @@ class Recorder:
             raise
         memory.give_back()
         return logged
+
+    def _made(
+        self, cell: CellLike, outcome: OutcomeLike, supersedes: list[str], received: int
+    ) -> tuple[OutcomeLike, RunRecord, dict[str, Any]]:
+        """The cell's outcome, run and table row. A result that cannot be recorded (a value
+        that is not a number, a key MLflow's API refuses: one the worker did not check,
+        :mod:`sweeper.outcome`) makes the cell FAILED, saying why; the batch goes on."""
+        parent = self.parent.run_id
+        try:
+            record, row = record_of(self.tracker, cell, outcome, parent, supersedes, received)
+            refuse(record)
+        except (TypeError, ValueError, MlflowException) as err:
+            outcome = unrecordable(outcome, err)
+            record, row = record_of(self.tracker, cell, outcome, parent, supersedes, received)
+        return outcome, record, row
 
     def _write(self, records: list[RunRecord]) -> None:
         if self.fence is not None:
@@ -338,6 +353,20 @@ class Recorder:
 
     def _patiently(self, what: str, action: Callable[[], T]) -> T:
         return patiently(what, action, self.batching.patience_s, self.progress, self)
+
+
+def unrecordable(outcome: OutcomeLike, err: BaseException) -> OutcomeLike:
+    """``outcome`` (a dataclass, as :class:`sweeper.execute.Outcome`) made FAILED because its
+    result cannot be recorded (``err`` says why)."""
+    reason = " ".join(str(getattr(err, "message", None) or err).split())[:2000]
+    return dataclasses.replace(
+        outcome,
+        status="FAILED",
+        result=None,
+        artifact=None,
+        traceback=None,
+        error=f"the cell's result cannot be recorded: {type(err).__name__}: {reason}",
+    )
 
 
 def patiently(
