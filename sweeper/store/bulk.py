@@ -57,7 +57,10 @@ class RunRecord:
         Run ids of the cell's older FINISHED runs (a rerun): tagged ``superseded_by`` this
         run in the same transaction.
     written : bool
-        Set once the run is in the store.
+        Set once the run is in the store, committed (FINISHED or FAILED).
+    logged : bool
+        Through MLflow's API: set once the run is written whole but not yet committed
+        (RUNNING; :mod:`sweeper.store.record`).
     created : str or None
         Through MLflow's API: the run id an attempt created.
     attempted : bool
@@ -75,6 +78,7 @@ class RunRecord:
     artifacts: dict[str, bytes] = field(default_factory=dict)
     supersedes: list[str] = field(default_factory=list)
     written: bool = False
+    logged: bool = False
     created: str | None = None
     attempted: bool = False
 
