@@ -21,7 +21,14 @@ injects a fault, then runs the same command again to the end. Trials:
 - ``worker-kill``: ``kill -9`` of the Ray worker running a batch, at a moment drawn
   uniformly over the batch's cells (their process id tells which worker runs them), while
   the driver goes on: the batch's cells not yet returned run again one at a time, and the
-  sweep ends by itself (no resume).
+  sweep ends by itself (no resume);
+- ``signal``: SIGTERM while Python starts, SIGTERM and two SIGINTs while an embedded Ray
+  starts, SIGTERM once every cell is recorded (the last batch, the table, the parent's end):
+  each must exit 130 with the resume line and leave no sweep RUNNING (issue #41, item 3);
+- the trials of stores and ways into them (bench/faults_stores.py, issue #41): a driver
+  through a server's API stalled past its lease, a sqlite file used directly and through a
+  server, two drivers on a new experiment of a server, a server or a PostgreSQL that does
+  not answer, PostgreSQL's advisory lock against a server's lease.
 
 After each trial, checked (:func:`violations`): the resume exits 0; every cell has exactly
 one FINISHED run not tagged ``superseded_by`` (a ``rerun=true`` leaves tagged older ones),
@@ -36,190 +43,40 @@ import argparse
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from contextlib import suppress
 from pathlib import Path
 
+import faults_stores
 import numpy as np
+from faults_kit import (
+    BATCH,
+    CELLS,
+    SLEEP_S,
+    Trial,
+    env,
+    finish,
+    finished_runs,
+    parents,
+    resume,
+    spawn,
+    store,
+    store_state,
+    violations,
+    wait_finished,
+    wait_for,
+)
 from harness import Bench, measure
 
-NAME = "faults"
-CELLS, SLEEP_S, BATCH = 16, 0.6, 3
-ARGS = [
-    "task=toy",
-    "cell=sweeper.toy.batched_toy_cell",
-    "horizon=50",
-    f"seeds={CELLS}",
-    f"+toy.sleep_s={SLEEP_S}",
-    f"tracking.batch_size={BATCH}",
-    f"experiment.name={NAME}",
-]
-LIMIT_S = 300.0
 RESULTS = Path(__file__).resolve().parent / "results" / "faults.md"
-
-
-@dataclass
-class Trial:
-    """One fault and its resume: what was done, what the store held, what was checked."""
-
-    kind: str
-    moment_s: float | None = None
-    exit_codes: list[int] = field(default_factory=list)
-    finished_before: int = 0
-    store_before: str = ""
-    resume_notes: list[str] = field(default_factory=list)
-    violations: list[str] = field(default_factory=list)
-    wall_s: float = 0.0
-
-
-def _env() -> dict[str, str]:
-    drop = ("MLFLOW_TRACKING_URI", "RAY_ADDRESS", "HYDRA_FULL_ERROR")
-    return {k: v for k, v in os.environ.items() if k not in drop}
-
-
-def spawn(args: list[str], cwd: Path, tag: str) -> subprocess.Popen:
-    """``python -m sweeper ARGS`` in its own process group, output into ``cwd/tag.out``."""
-    log = open(cwd / f"{tag}.out", "w")  # noqa: SIM115 - closed with the process
-    return subprocess.Popen(
-        [sys.executable, "-u", "-m", "sweeper", *args],
-        cwd=cwd,
-        env=_env(),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-
-
-def finish(proc: subprocess.Popen, limit_s: float = LIMIT_S) -> int:
-    try:
-        return proc.wait(timeout=limit_s)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        return proc.wait()
-
-
-def finished_runs(db: Path) -> int:
-    """FINISHED cell runs in the store, read with sqlite alone (never creating the file)."""
-    try:
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as con:
-            return con.execute(
-                "select count(*) from runs r join tags t on t.run_uuid = r.run_uuid "
-                "where r.status = 'FINISHED' and t.key = 'cell_key'"
-            ).fetchone()[0]
-    except sqlite3.Error:  # absent, or being created
-        return 0
-
-
-def store_state(db: Path) -> str:
-    if not db.exists():
-        return "absent"
-    from sweeper.store.lock import schema_state
-
-    try:
-        state = schema_state(db)
-    except sqlite3.Error as err:
-        return f"unreadable ({err})"
-    return "whole" if state["whole"] else f"half-built ({state['tables']} tables)"
-
-
-def wait_finished(proc: subprocess.Popen, db: Path, count: int, limit_s: float = 120) -> None:
-    deadline = time.time() + limit_s
-    while time.time() < deadline and proc.poll() is None:
-        if finished_runs(db) >= count:
-            return
-        time.sleep(0.1)
-
-
-def violations(uri: str, cells: int = CELLS) -> list[str]:
-    """What breaks "exactly once" in the store (see the module docstring); [] when none."""
-    from mlflow import MlflowClient
-
-    from sweeper.store.tracking import Tracker
-
-    client = MlflowClient(uri)
-    experiment = client.get_experiment_by_name(NAME)
-    if experiment is None:
-        return ["no experiment"]
-    runs = client.search_runs([experiment.experiment_id], max_results=5000)
-    bad = []
-    running = [r for r in runs if r.info.status == "RUNNING" and r.data.tags.get("role") != "lease"]
-    if running:
-        bad.append(f"{len(running)} run(s) RUNNING")
-    cell_runs = [r for r in runs if "cell_key" in r.data.tags]
-    current = Counter(
-        r.data.tags["cell_key"]
-        for r in cell_runs
-        if r.info.status == "FINISHED" and "superseded_by" not in r.data.tags
-    )
-    if len(current) != cells or set(current.values()) != {1}:
-        bad.append(f"current FINISHED runs per cell: {sorted(current.values())} ({len(current)})")
-    results = {
-        (r.data.tags["cell_key"], r.info.run_id)
-        for r in cell_runs
-        if r.info.status == "FINISHED" and "superseded_by" not in r.data.tags
-    }
-    tracker = Tracker(uri, NAME)
-    parents = tracker.sweep_parents()
-    newest = max(parents, key=lambda p: p.info.end_time or 0, default=None)
-    # The table holds every run it recorded (a rerun adds rows); its current view is one
-    # row per cell: the newest FINISHED (sweeper/store/table.py).
-    table = None if newest is None else tracker.table(newest.info.run_id).current()
-    if table is None or set(zip(table["cell_key"], table["run_id"], strict=True)) != results:
-        bad.append("the newest sweep table's rows differ from the cells' current runs")
-    bad += _disagreements(tracker, uri)
-    return bad
-
-
-def _disagreements(tracker, uri: str) -> list[str]:
-    """The resume index and the report must pick the same run of every cell (issue #26)."""
-    from sweeper.report.load import load_experiment
-    from sweeper.store.index import read_index
-
-    index = {k: e.run_id for k, e in read_index(tracker).finished.items()}
-    cells = load_experiment(NAME, uri).cells
-    finished = cells[cells["status"] == "FINISHED"]
-    report = dict(zip(finished["cell_key"], finished["run_id"], strict=True))
-    differ = {k for k in index.keys() | report.keys() if index.get(k) != report.get(k)}
-    return [f"the report and the resume index differ on {len(differ)} cell(s)"] if differ else []
-
-
-def _resume(
-    args: list[str], cwd: Path, trial: Trial, uri: str, tag: str = "resume", check: bool = True
-) -> None:
-    """Run ``args`` to the end; record its notes, exit code and (``check``) violations."""
-    code = finish(spawn(args, cwd, tag))
-    trial.exit_codes.append(code)
-    out = (cwd / f"{tag}.out").read_text()
-    trial.resume_notes += [
-        line.strip()
-        for line in out.splitlines()
-        if "set to KILLED" in line or "rebuilt" in line or "re-tagged" in line
-    ]
-    if code != 0:
-        trial.violations.append(f"the resume exited {code}: {out[-400:]}")
-    if check:
-        trial.violations += violations(uri)
-
-
-def _store(workdir: Path, index: int, address: str) -> tuple[Path, str, list[str]]:
-    """A trial's directory: its store's path and URI, and the sweep's command line."""
-    cwd = workdir / f"trial{index:02d}"
-    cwd.mkdir(parents=True, exist_ok=True)
-    db = cwd / "mlflow.db"
-    return (
-        db,
-        f"sqlite:///{db}",
-        [*ARGS, f"tracking.uri=sqlite:///{db}", f"launcher.address={address}"],
-    )
 
 
 def clean_run(workdir: Path, address: str) -> float:
     """Wall time of one uninterrupted run on a new store: the span kill moments cover."""
-    db, uri, args = _store(workdir, 0, address)
+    db, uri, args = store(workdir, 0, address)
     run = measure(lambda: finish(spawn(args, db.parent, "clean")))
     if run.value != 0 or violations(uri):
         raise RuntimeError(f"the clean run failed: {(db.parent / 'clean.out').read_text()}")
@@ -227,7 +84,7 @@ def clean_run(workdir: Path, address: str) -> float:
 
 
 def kill_trial(workdir: Path, index: int, address: str, moment: float, rerun: bool) -> Trial:
-    db, uri, args = _store(workdir, index, address)
+    db, uri, args = store(workdir, index, address)
     trial = Trial("kill-rerun" if rerun else "kill", moment)
     if rerun:  # a complete store first, then kill rerun=true
         finish(spawn(args, db.parent, "first"))
@@ -236,12 +93,12 @@ def kill_trial(workdir: Path, index: int, address: str, moment: float, rerun: bo
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     trial.finished_before, trial.store_before = finished_runs(db), store_state(db)
-    _resume(args, db.parent, trial, uri)
+    resume(args, db.parent, trial, uri)
     return trial
 
 
 def double_sigint_trial(workdir: Path, index: int, address: str) -> Trial:
-    db, uri, args = _store(workdir, index, address)
+    db, uri, args = store(workdir, index, address)
     trial = Trial("double-sigint")
     proc = spawn(args, db.parent, "interrupted")
     wait_finished(proc, db, 3)
@@ -256,14 +113,14 @@ def double_sigint_trial(workdir: Path, index: int, address: str) -> Trial:
     trial.exit_codes.append(stopped.value)
     trial.resume_notes = [f"it exited {stopped.wall:.1f} s after the SIGINTs"]
     trial.finished_before, trial.store_before = finished_runs(db), store_state(db)
-    _resume(args, db.parent, trial, uri)
+    resume(args, db.parent, trial, uri)
     return trial
 
 
 def two_drivers_trial(workdir: Path, index: int, address: str, variant: str) -> Trial:
     """Two drivers at once: ``interrupted`` (the same sweep, on a store killed after 3
     cells), ``new`` (the same sweep on a new store), ``overlap`` (seeds=16 and seeds=8)."""
-    db, uri, args = _store(workdir, index, address)
+    db, uri, args = store(workdir, index, address)
     trial = Trial(f"two-drivers ({variant})")
     if variant == "interrupted":
         proc = spawn(args, db.parent, "first")
@@ -281,13 +138,13 @@ def two_drivers_trial(workdir: Path, index: int, address: str, variant: str) -> 
     if 4 in codes and "another sweeper driver is writing" not in outputs[codes.index(4)]:
         trial.violations.append("the refused driver does not say who holds the store")
     if variant == "overlap":
-        _resume(second, db.parent, trial, uri, "resume-b", check=False)
-    _resume(args, db.parent, trial, uri)
+        resume(second, db.parent, trial, uri, "resume-b", check=False)
+    resume(args, db.parent, trial, uri)
     return trial
 
 
 def poller_trial(workdir: Path, index: int, address: str) -> Trial:
-    db, uri, args = _store(workdir, index, address)
+    db, uri, args = store(workdir, index, address)
     trial = Trial("poller")
     poll = (
         "import time, mlflow\n"
@@ -304,7 +161,7 @@ def poller_trial(workdir: Path, index: int, address: str) -> Trial:
     poller = subprocess.Popen(
         [sys.executable, "-c", poll],
         cwd=db.parent,
-        env={**_env(), "MLFLOW_TRACKING_URI": uri},
+        env={**env(), "MLFLOW_TRACKING_URI": uri},
         stdout=open(db.parent / "poller.out", "w"),  # noqa: SIM115
         stderr=subprocess.STDOUT,
         start_new_session=True,
@@ -332,7 +189,7 @@ def _to_the_end(proc, db: Path, uri: str, trial: Trial, what: str, then=None) ->
 def worker_kill_trial(workdir: Path, index: int, address: str, moment: float) -> Trial:
     """``kill -9`` of the worker running a batch, ``moment`` seconds after its first cell
     started; the driver runs on to the end."""
-    db, uri, args = _store(workdir, index, address)
+    db, uri, args = store(workdir, index, address)
     pids = db.parent / "pids"
     pids.mkdir()
     trial = Trial("worker-kill", moment)
@@ -351,6 +208,79 @@ def worker_kill_trial(workdir: Path, index: int, address: str, moment: float) ->
     return _to_the_end(proc, db, uri, trial, "after a worker died")
 
 
+SIGNALS = {
+    "python": "SIGTERM while Python starts",
+    "ray-start": "SIGTERM while Ray starts",
+    "ray-start-sigint": "2 x SIGINT while Ray starts",
+    "last-batch": "SIGTERM after the last cell",
+}
+"""The moments of the signal trials (issue #41, item 3): each must end with exit status 130,
+the resume line, no parent run left RUNNING, and the resume exactly once."""
+RESUME_LINES = ("Resume (only the missing cells run)", "Run the same command again")
+
+
+def signal_trial(workdir: Path, index: int, address: str, moment: str) -> Trial:
+    """A signal at ``moment`` (:data:`SIGNALS`); while Ray starts means an embedded Ray."""
+    db, uri, args = store(workdir, index, address)
+    trial = Trial(SIGNALS[moment])
+    driven = args
+    if moment.startswith("ray-start"):
+        driven = [a for a in args if not a.startswith("launcher.address=")]
+        driven.append("launcher.num_cpus=1")
+    proc = spawn(driven, db.parent, "signalled")
+    out = db.parent / "signalled.out"
+    landed = _signal(moment, proc, out, db)
+    code = finish(proc)
+    with suppress(ProcessLookupError):  # an embedded Ray's processes left behind, if any
+        os.killpg(proc.pid, signal.SIGKILL)
+    trial.exit_codes.append(code)
+    text = out.read_text(errors="replace")
+    if moment.startswith("ray-start") and "to run (ray launcher)" in text:
+        landed += " (after Ray had started)"
+    statuses = parents(uri)
+    trial.resume_notes.append(f"the signal came {landed}; sweep runs: {statuses or 'none'}")
+    trial.finished_before, trial.store_before = finished_runs(db), store_state(db)
+    if code != 130 and not landed.startswith("after the driver"):
+        trial.violations.append(f"exit status {code}, not 130: {text[-400:]}")
+    if code == 130 and not any(line in text for line in RESUME_LINES):
+        trial.violations.append(f"no resume line: {text[-400:]}")
+    if "Traceback" in text or "RUNNING" in statuses:
+        trial.violations.append(f"a traceback, or a sweep left RUNNING ({statuses})")
+    resume(args, db.parent, trial, uri)
+    return trial
+
+
+def _signal(moment: str, proc: subprocess.Popen, out: Path, db: Path) -> str:
+    """Send the trial's signal at its moment; where it landed, in words."""
+    if moment == "python":
+        time.sleep(0.2)
+        os.kill(proc.pid, signal.SIGTERM)
+        return "0.2 s after the start"
+    if moment == "last-batch":
+        while finished_runs(db) < CELLS and proc.poll() is None:
+            time.sleep(0.02)
+        if proc.poll() is not None:
+            return "after the driver exited"
+        os.kill(proc.pid, signal.SIGTERM)
+        return "once every cell was recorded"
+    if not wait_for(out, "results go to", proc):
+        return "after the driver exited"
+    if moment == "ray-start":
+        time.sleep(0.5)
+        os.kill(proc.pid, signal.SIGTERM)
+        return "0.5 s into Ray's start"
+    time.sleep(1.5)
+    os.killpg(proc.pid, signal.SIGINT)
+    time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGINT)
+    return "1.5 s into Ray's start"
+
+
+STORES = ("sqlite-and-server", "new-experiment", "silent-server", "unreachable-postgresql",
+          "silent-postgresql", "advisory-vs-lease", "api-stall")  # fmt: skip
+"""The trials of stores and ways into them (bench/faults_stores.py)."""
+
+
 def run_trials(workdir: Path, address: str, kills: int = 30, seed: int = 0, log=print):
     """Every trial of the module docstring; returns (trials, the clean run's wall time)."""
     rng = np.random.default_rng(seed)
@@ -363,28 +293,46 @@ def run_trials(workdir: Path, address: str, kills: int = 30, seed: int = 0, log=
     plan += [("poller", None)]
     batch_s = SLEEP_S * (CELLS // (2 * 2))  # one batch: CELLS // (2 tasks x 2 CPUs) cells
     plan += [("worker-kill", float(m)) for m in rng.uniform(0, batch_s, 5)]
+    plan += [("signal", moment) for moment in SIGNALS]
+    plan += [("store", kind) for kind in STORES]
     trials = []
-    for index, (kind, arg) in enumerate(plan, start=1):
-        run = measure(
-            lambda index=index, kind=kind, arg=arg: _trial(workdir, index, address, kind, arg)
-        )
-        trial = run.value
-        trial.wall_s = run.wall
-        trials.append(trial)
-        log(f"{index:2d} {trial.kind} {trial.moment_s} -> {trial.violations or 'ok'}")
+    with faults_stores.postgresql() as (cluster, _):
+        for index, (kind, arg) in enumerate(plan, start=1):
+            run = measure(
+                lambda index=index, kind=kind, arg=arg: _trial(
+                    workdir, index, address, kind, arg, cluster
+                )
+            )
+            trial = run.value
+            trial.wall_s = run.wall
+            trials.append(trial)
+            log(f"{index:2d} {trial.kind} {trial.moment_s} -> {trial.violations or 'ok'}")
     return trials, clean_s
 
 
-def _trial(workdir: Path, index: int, address: str, kind: str, arg: object) -> Trial:
+def _trial(workdir: Path, index: int, address: str, kind: str, arg: object, cluster: str) -> Trial:
     if kind in ("kill", "kill-rerun"):
         return kill_trial(workdir, index, address, arg, rerun=kind == "kill-rerun")
     if kind == "double-sigint":
         return double_sigint_trial(workdir, index, address)
     if kind == "two-drivers":
         return two_drivers_trial(workdir, index, address, arg)
+    if kind == "signal":
+        return signal_trial(workdir, index, address, arg)
+    if kind == "store":
+        return _store_trial(workdir, index, address, arg, cluster)
     if kind == "worker-kill":
         return worker_kill_trial(workdir, index, address, arg)
     return poller_trial(workdir, index, address)
+
+
+def _store_trial(workdir: Path, index: int, address: str, kind: str, cluster: str) -> Trial:
+    if kind == "api-stall":
+        return faults_stores.api_stall_trial(workdir, index)
+    if kind in ("silent-postgresql", "advisory-vs-lease"):
+        trial = getattr(faults_stores, f"{kind.replace('-', '_')}_trial")
+        return trial(workdir, index, address, cluster)
+    return getattr(faults_stores, f"{kind.replace('-', '_')}_trial")(workdir, index, address)
 
 
 def _phase(trial: Trial) -> str:

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import logging
-import math
 import socket
 import time
 import traceback
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from hydra.utils import get_method
 
 from sweeper.cellnpz import pack
+from sweeper.outcome import Declared, check_result
 from sweeper.provenance import loaded_libraries
 
 
@@ -64,19 +63,17 @@ class Outcome:
         return node_label(self.node_ip or self.node, self.node_id)
 
 
-def _non_finite(summary: Mapping[str, Any]) -> list[str]:
-    return [k for k, v in summary.items() if isinstance(v, float) and not math.isfinite(v)]
+def execute(function: str, config: dict[str, Any], declared: Declared | None = None) -> Outcome:
+    """Call ``function(config)``; exceptions and results that cannot be recorded become
+    FAILED outcomes.
 
-
-def execute(function: str, config: dict[str, Any]) -> Outcome:
-    """Call ``function(config)``; exceptions and non-finite summaries become FAILED outcomes.
-
-    The result must be a mapping with at least ``summary`` (name -> number); a cell that
-    returns anything else is FAILED with a message saying so.
+    The result must be a mapping with at least ``summary`` (name -> finite number), checked
+    here against the family's ``declared`` metrics and curves (:mod:`sweeper.outcome`): a
+    cell that returns anything else is FAILED with a message naming the key and the value.
     """
     started = time.perf_counter()
     try:
-        outcome = finished(function, cell_function(function)(config), config)
+        outcome = finished(function, cell_function(function)(config), config, declared)
     except Exception as err:  # a failing cell never kills a sweep
         outcome = failed(err)
     outcome.wall_s = time.perf_counter() - started
@@ -84,7 +81,9 @@ def execute(function: str, config: dict[str, Any]) -> Outcome:
     return outcome
 
 
-def execute_batch(function: str, configs: list[dict[str, Any]]) -> list[Outcome]:
+def execute_batch(
+    function: str, configs: list[dict[str, Any]], declared: Declared | None = None
+) -> list[Outcome]:
     """Run cells whose configs differ only in their seed as one call of the cell function's
     batched form, ``function.batch(configs)`` (their results, in order); each result is
     checked and becomes its own outcome as in :func:`execute`, with an equal share of the
@@ -99,12 +98,12 @@ def execute_batch(function: str, configs: list[dict[str, Any]]) -> list[Outcome]
                 f"{function}.batch returned {len(results)} results for {len(configs)} configs"
             )
     except Exception:  # one seed's failure: each cell alone says whose it is
-        return [execute(function, config) for config in configs]
+        return [execute(function, config, declared) for config in configs]
     wall_s = (time.perf_counter() - started) / len(configs)
     outcomes = []
     for result, config in zip(results, configs, strict=True):
         try:
-            outcome = finished(function, result, config)
+            outcome = finished(function, result, config, declared)
         except Exception as err:  # this cell's result is bad, not the others'
             outcome = failed(err)
         outcome.wall_s = wall_s
@@ -115,16 +114,12 @@ def execute_batch(function: str, configs: list[dict[str, Any]]) -> list[Outcome]
     return outcomes
 
 
-def finished(function: str, result: Any, config: dict[str, Any]) -> Outcome:
-    """The outcome of a cell that returned ``result``; raises when the result is not one."""
-    if not isinstance(result, Mapping) or not isinstance(result.get("summary"), Mapping):
-        raise TypeError(
-            f"cell function '{function}' returned {type(result).__name__}; it must return "
-            "a mapping with a 'summary' mapping (and optionally 'curves', 'trace', 'params')"
-        )
-    bad = _non_finite(result["summary"])
-    if bad:
-        raise FloatingPointError(f"the cell diverged: its summary is not finite: {bad}")
+def finished(
+    function: str, result: Any, config: dict[str, Any], declared: Declared | None = None
+) -> Outcome:
+    """The outcome of a cell that returned ``result``; raises when the result cannot be
+    recorded (:func:`sweeper.outcome.check_result`)."""
+    check_result(result, function, declared)
     outcome = Outcome("FINISHED", result=dict(result))
     outcome.artifact = pack(result, config)
     return outcome

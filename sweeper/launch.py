@@ -46,6 +46,7 @@ from typing import Any, Protocol
 from sweeper.cells import Cell, canonical_json
 from sweeper.errors import SweepError, at_least
 from sweeper.execute import Outcome, cell_function, execute, execute_batch, node_label
+from sweeper.outcome import Declared
 
 POLL_S = 0.5
 """How often the Ray loop wakes up without a result, to refresh progress and check limits."""
@@ -232,9 +233,12 @@ class Batcher:
         self.announced.discard(cell.key)
 
 
-def launch(cells: Sequence[Cell] | Source, launcher: Mapping[str, Any]) -> Iterator[Event]:
+def launch(
+    cells: Sequence[Cell] | Source, launcher: Mapping[str, Any], declared: Declared | None = None
+) -> Iterator[Event]:
     """Run ``cells`` (a sequence, or a :class:`Source` fed by the outcomes the consumer
-    sees) and yield their events as they happen (see the module docstring)."""
+    sees) and yield their events as they happen (see the module docstring); each result is
+    checked where it ran against the family's ``declared`` metrics and curves."""
     check_launcher(launcher)
     source = cells if hasattr(cells, "take") else Fixed(cells)
     if not source.more():  # nothing to run: no Ray to start (a resume of a finished sweep)
@@ -242,9 +246,9 @@ def launch(cells: Sequence[Cell] | Source, launcher: Mapping[str, Any]) -> Itera
     setting = launcher.get("batch")
     setting = None if setting in (None, "auto") else int(setting)  # null, auto: chosen
     if launcher.get("name", "ray") == "local":
-        yield from _launch_local(Batcher(source), setting, timeout_of(launcher))
+        yield from _launch_local(Batcher(source), setting, timeout_of(launcher), declared)
     else:
-        yield from _launch_ray(Batcher(source), setting, launcher)
+        yield from _launch_ray(Batcher(source), setting, launcher, declared)
 
 
 def timed_out_outcome(seconds: float, elapsed: float, **where: Any) -> Outcome:
@@ -285,7 +289,9 @@ def _alarm(seconds: float | None) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def _launch_local(batcher: Batcher, setting: int | None, seconds: float | None) -> Iterator[Event]:
+def _launch_local(
+    batcher: Batcher, setting: int | None, seconds: float | None, declared: Declared | None
+) -> Iterator[Event]:
     node = node_label(None, None)
     while cells := batcher.take(batch_size(setting, batcher.pending(), 1.0)):
         for cell in batcher.starts(cells):
@@ -293,7 +299,7 @@ def _launch_local(batcher: Batcher, setting: int | None, seconds: float | None) 
         started = time.perf_counter()
         try:
             with _alarm(seconds):
-                outcomes = _run(cells)
+                outcomes = _run(cells, declared)
         except _CellTimeout:
             if len(cells) > 1:  # too slow as a batch: each cell again, alone
                 batcher.again(cells)
@@ -305,11 +311,11 @@ def _launch_local(batcher: Batcher, setting: int | None, seconds: float | None) 
             yield Event("finished", cell, outcome)
 
 
-def _run(cells: Sequence[Cell]) -> list[Outcome]:
+def _run(cells: Sequence[Cell], declared: Declared | None) -> list[Outcome]:
     """The outcomes of a batch (one cell: ``execute``, several: ``execute_batch``)."""
     if len(cells) == 1:
-        return [execute(cells[0].function, cells[0].config)]
-    return execute_batch(cells[0].function, [cell.config for cell in cells])
+        return [execute(cells[0].function, cells[0].config, declared)]
+    return execute_batch(cells[0].function, [cell.config for cell in cells], declared)
 
 
 # --- ray --------------------------------------------------------------------------------
@@ -390,7 +396,9 @@ def check_fits(cpus_per_cell: float, embedded: bool) -> None:
     print(f"warning: {message} until the cluster adds a bigger node", file=sys.stderr)
 
 
-def _ray_cell(function: str, config: dict[str, Any]) -> Iterator[Any]:
+def _ray_cell(
+    function: str, config: dict[str, Any], declared: Declared | None = None
+) -> Iterator[Any]:
     """The Ray task of one cell: announce where and when it starts, then run the cell."""
     import ray
 
@@ -398,13 +406,15 @@ def _ray_cell(function: str, config: dict[str, Any]) -> Iterator[Any]:
     node_id = context.get_node_id()
     node_ip = ray.util.get_node_ip_address()
     yield {"node_id": node_id, "node_ip": node_ip, "started": time.time()}
-    outcome = execute(function, config)
+    outcome = execute(function, config, declared)
     outcome.node_id = node_id
     outcome.node_ip = node_ip
     yield outcome
 
 
-def _ray_cells(function: str, configs: list[dict[str, Any]]) -> Iterator[Any]:
+def _ray_cells(
+    function: str, configs: list[dict[str, Any]], declared: Declared | None = None
+) -> Iterator[Any]:
     """The Ray task of a batch: announce where and when it starts, run the cells as one
     call of the function's batched form, then yield each cell's outcome in order."""
     import ray
@@ -412,7 +422,7 @@ def _ray_cells(function: str, configs: list[dict[str, Any]]) -> Iterator[Any]:
     node_id = ray.get_runtime_context().get_node_id()
     node_ip = ray.util.get_node_ip_address()
     yield {"node_id": node_id, "node_ip": node_ip, "started": time.time()}
-    for outcome in execute_batch(function, configs):
+    for outcome in execute_batch(function, configs, declared):
         outcome.node_id = node_id
         outcome.node_ip = node_ip
         yield outcome
@@ -438,7 +448,7 @@ class _Slot:
 
 
 def _launch_ray(
-    batcher: Batcher, setting: int | None, launcher: Mapping[str, Any]
+    batcher: Batcher, setting: int | None, launcher: Mapping[str, Any], declared: Declared | None
 ) -> Iterator[Event]:
     import ray
 
@@ -463,10 +473,10 @@ def _launch_ray(
                 if not cells:
                     starved = True
                     break
-                in_flight[_submit(one, many, cells)] = _Slot(cells, retry=batcher.again)
+                in_flight[_submit(one, many, cells, declared)] = _Slot(cells, retry=batcher.again)
             if starved:  # the source has nothing ready: fill CPUs that would idle
                 for cells in _by_group(batcher.source.speculate(int(cpus()) - len(in_flight))):
-                    in_flight[_submit(one, many, cells)] = _Slot(cells, retry=batcher.again)
+                    in_flight[_submit(one, many, cells, declared)] = _Slot(cells, retry=batcher.again)
             if not in_flight:
                 break  # nothing running and nothing handed out: the source is done
             refs = list(in_flight)  # every one ready now (one wait per event is slow), else
@@ -484,10 +494,10 @@ def _launch_ray(
             ray.cancel(generator, force=True)
 
 
-def _submit(one: Any, many: Any, cells: Sequence[Cell]) -> Any:
+def _submit(one: Any, many: Any, cells: Sequence[Cell], declared: Declared | None) -> Any:
     if len(cells) == 1:
-        return one.remote(cells[0].function, cells[0].config)
-    return many.remote(cells[0].function, [cell.config for cell in cells])
+        return one.remote(cells[0].function, cells[0].config, declared)
+    return many.remote(cells[0].function, [cell.config for cell in cells], declared)
 
 
 def _by_group(cells: Sequence[Cell]) -> list[list[Cell]]:

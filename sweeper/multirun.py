@@ -33,7 +33,14 @@ from sweeper.errors import StoreFailed
 from sweeper.grid import Composer, pin_blocks
 from sweeper.store.failures import damaged
 from sweeper.store.lock import StoreBusy
-from sweeper.sweep import EXIT_STORE_BUSY, EXIT_STORE_FAILED, SweepResult, run_sweep
+from sweeper.command import resume_lines
+from sweeper.sweep import (
+    EXIT_STORE_BUSY,
+    EXIT_STORE_FAILED,
+    SweepResult,
+    print_interrupted,
+    run_sweep,
+)
 
 SWEEP_LEVEL = ("exp", "task", "seeds", "rerun", "experiment", "tracking", "launcher", "sweep")
 """Keys (and prefixes of dotted keys) that say how a sweep runs, not what a cell computes."""
@@ -162,9 +169,12 @@ def with_grid(cfg: DictConfig, grid: list[dict[str, list[Any]]]) -> DictConfig:
 
 def run_or_exit(cfg: DictConfig, compose: Composer, overrides: Sequence[str]) -> SweepResult:
     """``run_sweep``, with what stops it before a cell runs said once, no traceback: bad
-    input (exit status 2), another driver on the store (4), the store failing (3)."""
+    input (exit status 2), another driver on the store (4), the store failing (3), a
+    signal (130, :func:`interrupted`)."""
     try:
         return run_sweep(cfg, compose, list(overrides))
+    except KeyboardInterrupt:  # a signal outside the sweep's dispatch: stopped at once
+        return interrupted(cfg, overrides)
     except ValueError as err:
         exit_bad_input(err)
     except StoreBusy as err:
@@ -189,6 +199,18 @@ def store_failed(err: StoreFailed) -> str:
         f"the MLflow store failed ({err}). Nothing was lost: fix the store (free disk space, "
         "restart the tracking server, ...) and run the same command again"
     )
+
+
+def interrupted(cfg: DictConfig, overrides: Sequence[str]) -> SweepResult:
+    """The result of a sweep a signal stopped before or after its dispatch (the store
+    opening, Ray starting, the summary): its parent run, if it had one, ended KILLED
+    (sweeper/sweep.py), and how to resume is said."""
+    result = SweepResult(
+        str(cfg.experiment.get("name")), "", 0, 0, interrupted=True,
+        resume_command=resume_lines(overrides),
+    )  # fmt: skip
+    print_interrupted(result.resume_command)
+    return result
 
 
 def exit_bad_input(err: ValueError) -> None:

@@ -14,19 +14,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import signal
 import sys
-import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import closing, contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TextIO
 
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from sweeper import settings
+from sweeper import settings, signals
 from sweeper.adaptive import AdaptiveSeeds
 from sweeper.cells import Cell, canonical_json
 from sweeper.command import resume_lines, sweep_command
@@ -36,9 +34,11 @@ from sweeper.execute import Outcome, cell_function
 from sweeper.grid import Composer, Grid, expand, task_of
 from sweeper.launch import check_launcher, init_ray, launch
 from sweeper.nfs import warn_network_sqlite
+from sweeper.outcome import Declared
 from sweeper.progress import Progress, format_duration
 from sweeper.seeds import budget_of
 from sweeper.store import Done, LeaseLost, SweepStore, check_store, patience_of, resolve_uri
+from sweeper.store.record import Recorder
 from sweeper.task import GENERIC, Task
 from sweeper.ui import browse_hint, comparison
 
@@ -132,6 +132,7 @@ def run_sweep(
     (``SweepResult.store_error``, exit status 3).
     """
     started = time.perf_counter()
+    signals.reset()
     settings.redact_hydra_files()
     check_launcher(cfg.launcher)
     uri = resolve_uri(cfg.tracking.get("uri"))
@@ -196,11 +197,21 @@ def _sweep(
         print(f"  the store was {store.note} whole (sweeper/store/lock.py)", file=out)
     if done.retagged:
         print(f"  {done.retagged} run(s) of an interrupted rerun re-tagged superseded_by", file=out)
+    if done.retracted:
+        print(
+            f"  {done.retracted} run(s) a driver on another host left uncommitted (it lost "
+            "the experiment) retracted: deleted, their cells run again",
+            file=out,
+        )
     store.prepare(cfg, writes=bool(todo))  # before the parent run, as Ray: bad settings
     if todo and cfg.launcher.get("name", "ray") == "ray":
         try:  # before the parent run: a cluster that cannot be used leaves nothing behind
             init_ray(cfg.launcher)
-        except KeyboardInterrupt:
+            signals.restore()  # Ray's start set its own SIGTERM handler (sys.exit(15))
+            if signals.STOP.requested:  # a Ctrl-C whose KeyboardInterrupt Ray swallowed
+                raise KeyboardInterrupt
+        except (KeyboardInterrupt, SystemExit):  # SystemExit: Ray's SIGTERM handler
+            signals.restore()
             result.interrupted, result.cancelled = True, len(todo)
             print_summary(result, out)
             return result
@@ -246,7 +257,6 @@ def _drive(
     adaptive = isinstance(source, AdaptiveSeeds)
     progress = Progress(source.cells_left() if adaptive else len(todo), out)
     recorder = store.recorder(progress)
-    running: set[str] = set()
 
     def count(logged: list[tuple[Cell, Outcome, dict[str, Any]]]) -> None:
         for cell, outcome, row in logged:
@@ -260,8 +270,49 @@ def _drive(
                 progress.message(f"FAILED {cell.label}: {_first_line(failure.error)}")
 
     dispatch_started = time.perf_counter()  # after Ray's start: cells/s measures dispatch
+    with signals.graceful(progress.message) as stop:  # a first Ctrl-C or SIGTERM: stop here
+        _record(cfg, store, source, recorder, progress, result, count, stop)
+        if stop.requested:  # it came once the cells were dispatched (the last batches)
+            result.interrupted = True
+        if result.interrupted or result.store_error:
+            result.cancelled = len(todo) - result.processed
+        if isinstance(source, AdaptiveSeeds):
+            result.decisions = source.table()
+            result.ahead = source.ahead_used()
+            result.cancelled = min(result.cancelled, source.cells_left())
+            if not (result.store_error or result.lost):
+                try:
+                    store.attach("decisions.json", json.dumps(result.decisions, indent=2).encode())
+                except StoreFailed as err:
+                    result.store_error = str(err)
+        result.dispatch_s = time.perf_counter() - dispatch_started
+        result.wall_s = time.perf_counter() - started
+        if result.lost:  # the sweep is another driver's now: its parent and table too
+            store.abandon()
+        else:
+            _close(store, cells, result, progress)
+        result.interrupted = result.interrupted or stop.requested  # a parent that had ended
+    progress.close()
+    print_summary(result, out)
+    return result
+
+
+def _record(
+    cfg: DictConfig,
+    store: SweepStore,
+    source: Grid | AdaptiveSeeds,
+    recorder: Recorder,
+    progress: Progress,
+    result: SweepResult,
+    count: Callable[[list[tuple[Cell, Outcome, dict[str, Any]]]], None],
+    stop: signals.Stop,
+) -> None:
+    """Dispatch the cells of ``source`` and record their outcomes as they arrive, then the
+    last batches (kept after a first Ctrl-C); what stopped it goes into ``result``."""
+    adaptive = isinstance(source, AdaptiveSeeds)
+    running: set[str] = set()
     try:
-        with _graceful_stop(progress) as stop, closing(launch(source, cfg.launcher)) as events:
+        with closing(launch(source, cfg.launcher, Declared.of(store.task))) as events:
             recorder.stop = stop
             for event in events:
                 cell, outcome = event.cell, event.outcome
@@ -295,26 +346,6 @@ def _drive(
             result.interrupted = True
         finally:
             count(recorder.close())
-    if result.interrupted or result.store_error:
-        result.cancelled = len(todo) - result.processed
-    if isinstance(source, AdaptiveSeeds):
-        result.decisions = source.table()
-        result.ahead = source.ahead_used()
-        result.cancelled = min(result.cancelled, source.cells_left())
-        if not (result.store_error or result.lost):
-            try:
-                store.attach("decisions.json", json.dumps(result.decisions, indent=2).encode())
-            except StoreFailed as err:
-                result.store_error = str(err)
-    result.dispatch_s = time.perf_counter() - dispatch_started
-    result.wall_s = time.perf_counter() - started
-    if result.lost:  # the sweep is another driver's now: its parent and table too
-        store.abandon()
-    else:
-        _close(store, cells, result, progress)
-    progress.close()
-    print_summary(result, out)
-    return result
 
 
 def _check_budget(cfg: DictConfig) -> None:
@@ -399,6 +430,7 @@ def _close(store: SweepStore, cells: Grid, result: SweepResult, progress: Progre
         status="KILLED" if result.interrupted and not result.store_error else None,
         rerun_ended=not stopped,
         say=progress,
+        away=bool(result.store_error),
     )
     result.store_error = result.store_error or error
     if result.interrupted or result.store_error:
@@ -455,35 +487,6 @@ def _hook(hook: Any, cell: Cell) -> Any:
         raise SweepError(f"invalid cell {cell.label}: {err}") from err
 
 
-@dataclass
-class _Stop:
-    requested: bool = False
-
-
-@contextmanager
-def _graceful_stop(progress: Progress) -> Iterator[_Stop]:
-    """The first Ctrl-C (or SIGTERM, as ``ray job stop`` sends) asks the loop to stop between
-    two events, so no MLflow write is cut in half; a second one aborts at once."""
-    stop = _Stop()
-    if threading.current_thread() is not threading.main_thread():
-        yield stop
-        return
-
-    def _request(signum, frame):  # noqa: ARG001
-        if stop.requested:
-            raise KeyboardInterrupt
-        stop.requested = True
-        progress.message(
-            "stopping: cancelling the cells in flight, keeping the finished ones "
-            "(press Ctrl-C again to abort at once)"
-        )
-
-    previous = {sig: signal.signal(sig, _request) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield stop
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def _first_line(text: str) -> str:
@@ -545,13 +548,19 @@ def print_summary(result: SweepResult, out: TextIO = sys.stdout) -> None:
             file=out,
         )
     elif result.interrupted:
-        print(
-            "\nInterrupted: finished cells are kept. Resume (only the missing cells run) with:\n"
-            f"{result.resume_command}",
-            file=out,
-        )
+        print_interrupted(result.resume_command, out)
     elif result.failed:
         print("Rerunning the same command retries only the failed and missing cells.", file=out)
+
+
+def print_interrupted(command: str, out: TextIO = sys.stdout) -> None:
+    """How to resume an interrupted sweep."""
+    print(
+        "\nInterrupted: finished cells are kept, nothing is left RUNNING. Resume (only the "
+        f"missing cells run) with:\n{command}",
+        file=out,
+        flush=True,
+    )
 
 
 def _print_decisions(result: SweepResult, out: TextIO) -> None:
@@ -583,7 +592,12 @@ def _print_lead(result: SweepResult, out: TextIO) -> None:
     """Mean, sd and count of the family's lead metric per setting: every axis of the sweep
     but the seed, so no row pools two settings (e.g. two warm-up lengths)."""
     lead = result.task.lead
-    table = None if lead is None or result.load_table is None else result.load_table([lead])
+    if lead is None or result.load_table is None or result.store_error:
+        return  # a store that failed is not read again
+    try:
+        table = result.load_table([lead])
+    except StoreFailed:  # the summary goes on without its table
+        return
     if lead is None or table is None or lead not in table or "status" not in table:
         return
     finished = table[(table["status"] == "FINISHED") & table["cell_key"].isin(result.settings)]

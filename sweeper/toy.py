@@ -11,6 +11,10 @@ setting) in microseconds, and misbehaves on request through the config key
 - ``crash_seeds``: seeds whose worker process dies (``os._exit``), every attempt;
 - ``crash_once_dir``: every cell's worker dies on its first attempt only (a marker file
   in this directory remembers the attempt), so Ray's retry finishes it;
+- ``bad_results``: seed -> a result that cannot be recorded: its ``final_value`` is
+  ``text`` ("abc"), ``none``, ``dict`` (a nested dict), ``float32_nan``
+  (``np.float32("nan")``) or ``nan_text`` (the string "nan"), or its summary has a
+  ``bad_key`` (a metric key MLflow refuses) (sweeper/outcome.py);
 - ``pid_dir``: each cell writes its process id there (to check that a cancelled cell's
   process is really gone);
 - ``batch_dir``: with ``cell=sweeper.toy.batched_toy_cell``, each batch writes the seeds
@@ -30,6 +34,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+BAD_VALUES = {
+    "text": "abc",
+    "none": None,
+    "dict": {"nested": 1.0},
+    "float32_nan": np.float32("nan"),
+    "nan_text": "nan",
+}
+"""What ``toy.bad_results`` puts in place of a cell's ``final_value``."""
+BAD_KEY = "bad key/../?*"
 
 
 def toy_cell(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -61,8 +75,18 @@ def toy_cell(config: Mapping[str, Any]) -> dict[str, Any]:
         final += float(toy["noise"]) * float(own.standard_normal())
     final = float("nan") if seed in list(toy.get("nan_seeds") or []) else final
     knob = rng.choice([0.1, 1.0, 2.0], size=(horizon, 1))
+    summary: dict[str, Any] = {
+        "final_value": final,
+        "complement": float(horizon - final),
+        "runtime_s": 0.0,
+    }
+    bad = (toy.get("bad_results") or {}).get(seed)
+    if bad == "bad_key":
+        summary[BAD_KEY] = 1.0
+    elif bad is not None:
+        summary["final_value"] = BAD_VALUES[bad]
     return {
-        "summary": {"final_value": final, "complement": float(horizon - final), "runtime_s": 0.0},
+        "summary": summary,
         "params": {"p": 1},
         "curves": {"value": value},
         "trace": {"names": ["knob"], "values": knob},

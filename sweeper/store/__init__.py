@@ -37,7 +37,7 @@ from sweeper.errors import StoreFailed
 from sweeper.store.cellruns import row_from_run
 from sweeper.store.failures import STORE_ERRORS
 from sweeper.store.index import IndexEntry, read_index
-from sweeper.store.lock import AdvisoryLock, Fence, Lease, LeaseLost, sqlite_path, store_lock
+from sweeper.store.lock import AdvisoryLock, Fence, Lease, LeaseLost, store_lock
 from sweeper.store.migrate import Cells, carry_over
 from sweeper.store.parent import SweepRun
 from sweeper.store.record import Batching, Recorder, Says, open_writer, patience_of, patiently
@@ -45,6 +45,7 @@ from sweeper.store.settle import (
     clear_orphans,
     leftovers,
     reap,
+    retract,
     settle_own,
     settle_supersession,
 )
@@ -68,18 +69,21 @@ CLEANUP_S = 10.0
 may wait for a store that does not answer: what it leaves, the next start settles."""
 
 
-def within(seconds: float, action: Callable[[], Any]) -> None:
+def within(seconds: float, action: Callable[[], Any]) -> bool:
     """``action()``, given up after ``seconds`` (it goes on in a daemon thread that dies with
     the process): a store that hangs never holds the driver's exit; its errors are ignored
-    (the next start settles what it leaves)."""
+    (the next start settles what it leaves). Returns whether it ended without one."""
+    ended = threading.Event()
 
     def attempt() -> None:
         with suppress(*STORE_ERRORS):
             action()
+            ended.set()
 
     thread = threading.Thread(target=attempt, name="sweeper-cleanup", daemon=True)
     thread.start()
     thread.join(seconds)
+    return ended.is_set()
 
 
 @dataclass
@@ -98,6 +102,9 @@ class Done:
         Runs stored under an older sweeper's cell keys carried over to today's.
     seconds : float
         How long reading it took.
+    retracted : int
+        Runs a driver on another host left uncommitted, deleted
+        (:func:`~sweeper.store.settle.retract`).
     """
 
     finished: dict[str, str]
@@ -107,6 +114,7 @@ class Done:
     retagged: int = 0
     carried: int = 0
     seconds: float = 0.0
+    retracted: int = 0
 
 
 class SweepStore:
@@ -125,6 +133,7 @@ class SweepStore:
         self.writer: Any = None
         self._known: dict[str, IndexEntry] = {}
         self._rerun = False
+        self._cleanup_by: float | None = None  # when the clean-up's time is up
 
     @classmethod
     @contextmanager
@@ -146,17 +155,18 @@ class SweepStore:
         with store_lock(uri, command):
             tracker = _patiently(
                 f"opening the MLflow store {uri}",
-                lambda: Tracker(uri, experiment, task, artifacts_destination),
+                lambda: Tracker(uri, experiment, task, artifacts_destination, patience_s),
                 patience_s,
                 say,
             )
             fence, release = _patiently(
                 "taking the experiment's lease", lambda: _hold(tracker, command), patience_s, say
             )
+            store = cls(tracker, fence, patience_s, say)
             try:
-                yield cls(tracker, fence, patience_s, say)
+                yield store
             finally:
-                within(CLEANUP_S, release)
+                store._cleanup(release)
 
     # --- what the driver reads ------------------------------------------------------
     @property
@@ -192,19 +202,23 @@ class SweepStore:
         interrupted rerun's runs and carrying over runs under legacy keys."""
         started = time.perf_counter()
 
-        def read() -> tuple[Any, int, int]:
+        def read() -> tuple[Any, int, int, int]:
+            retracted = retract(self.tracker)  # first: what other hosts' drivers left
             parents = self.tracker.sweep_parents()
             index = read_index(self.tracker, parents)
             retagged = settle_supersession(self.tracker, parents, index)
-            return index, retagged, carry_over(self.tracker, cells, index)
+            return index, retagged, carry_over(self.tracker, cells, index), len(retracted)
 
-        index, retagged, carried = self._patiently("reading what the experiment holds", read)
+        index, retagged, carried, retracted = self._patiently(
+            "reading what the experiment holds", read
+        )
         self._known = {k: index.finished[k] for k in cells.keys if k in index.finished}
         finished = {k: entry.run_id for k, entry in self._known.items()}
         seconds = time.perf_counter() - started
         return Done(
-            finished, index.tables, index.searched_runs, index.damaged, retagged, carried, seconds
-        )
+            finished, index.tables, index.searched_runs, index.damaged, retagged, carried,
+            seconds, retracted,
+        )  # fmt: skip
 
     def prepare(self, cfg: DictConfig, writes: bool) -> None:
         """How batches will be written (the ``tracking`` settings), and the writer into the
@@ -250,11 +264,14 @@ class SweepStore:
         status: str | None,
         rerun_ended: bool,
         say: Says,
+        away: bool = False,
     ) -> str:
         """Consolidate the table, log the summary and end the parent run (``status``, else
         FAILED when ``failed``, else FINISHED); ``rerun_ended``: a rerun that ran to its end
         clears its mark. Returns the store's error when it fails now (the parent is then
-        set FAILED and the next start settles what is left), else an empty string."""
+        set FAILED and the next start settles what is left), else an empty string.
+        ``away``: the store has just failed (it was waited for already): one attempt within
+        the clean-up time (:data:`CLEANUP_S`), not a new wait."""
         parent = self._parent()
 
         def end() -> None:
@@ -263,10 +280,14 @@ class SweepStore:
                 self.tracker.client.delete_tag(parent.run_id, "sweeper.rerun_open")
             parent.finish(summary, failed=failed, status=status, details=details)
 
+        if away:
+            if not self._cleanup(end):
+                self._cleanup(lambda: parent.settle("FAILED"))
+            return ""
         try:
             patiently("ending the sweep's parent run", end, self.patience_s, say)
         except StoreFailed as err:  # recorded by the caller
-            within(CLEANUP_S, lambda: parent.settle("FAILED"))
+            self._cleanup(lambda: parent.settle("FAILED"))
             return str(err)
         return ""
 
@@ -292,25 +313,34 @@ class SweepStore:
 
     def abandon(self, status: str | None = None) -> None:
         """After a failure: end the parent run ``status`` (if given) and set KILLED the cell
-        runs this driver left RUNNING, each bounded by :data:`CLEANUP_S`."""
+        runs this driver left RUNNING, within the clean-up time (:meth:`_cleanup`)."""
         parent = self.parent
         if parent is None:
             return
         if status is not None:
-            within(CLEANUP_S, lambda: parent.settle(status))
-        within(CLEANUP_S, lambda: settle_own(self.tracker, parent.run_id))
+            self._cleanup(lambda: parent.settle(status))
+        self._cleanup(lambda: settle_own(self.tracker, parent.run_id))
 
     def table(
         self, keys: Sequence[str], columns: Sequence[str] | None = None
     ) -> pd.DataFrame | None:
         """The sweep's table read back: one row per cell of ``keys`` (its result's row)."""
         wanted = None if columns is None else list(dict.fromkeys(["cell_key", "status", *columns]))
-        table = self._parent().table.current(wanted)
+        parent = self._parent()
+        table = self._patiently("reading the sweep's table", lambda: parent.table.current(wanted))
         if table is None:
             return None
         return table[table["cell_key"].isin(set(keys))].reset_index(drop=True)
 
     # --- internals ------------------------------------------------------------------
+    def _cleanup(self, action: Callable[[], Any]) -> bool:
+        """``action()`` within the clean-up time: one budget of :data:`CLEANUP_S` for all the
+        clean-up after a failure (a store that does not answer holds the exit that long in
+        all, not once per call); whether it ended (:func:`within`)."""
+        if self._cleanup_by is None:
+            self._cleanup_by = time.monotonic() + CLEANUP_S
+        return within(max(self._cleanup_by - time.monotonic(), 0.1), action)
+
     def _parent(self) -> SweepRun:
         assert self.parent is not None, "begin() first"
         return self.parent
@@ -337,26 +367,32 @@ def _patiently(what: str, action: Callable[[], T], patience_s: float, say: Says)
     return patiently(settings.redact(what), action, patience_s, say)
 
 
-def _hold(tracker: Tracker, command: str) -> tuple[Fence | None, Callable[[], None]]:
-    """Take the experiment for this driver where the sqlite file lock does not reach: an
-    advisory lock on a PostgreSQL store, a lease on a tracking server (or another database);
-    then claim its fencing token. Returns the fence (None for sqlite) and its release."""
-    if sqlite_path(tracker.uri) is not None:
-        return None, lambda: None
-    lock, lease = None, None
+def _hold(tracker: Tracker, command: str) -> tuple[Fence, Callable[[], None]]:
+    """Take the experiment for this driver (:mod:`sweeper.store.lock`): on a PostgreSQL
+    store its advisory lock, then on every store a lease recorded in the store itself (what
+    a driver through a tracking server on the same database sees: the sqlite file lock and
+    the advisory lock reach no such driver), then its fencing token. Returns the fence and
+    its release (the sqlite file lock is :func:`store_lock`'s)."""
+    lock = None
     if settings.scheme(tracker.uri) == "postgresql":
-        lock = AdvisoryLock(tracker.uri, tracker.experiment_id, tracker.driver, command)
+        lock = AdvisoryLock(tracker.database_uri(), tracker.experiment_id, tracker.driver, command)
         lock.acquire()
-    else:
-        lease = Lease(tracker.client, tracker.experiment_id, tracker.driver, command)
-        lease.acquire()
-    fence = Fence(tracker.client, tracker.experiment_id, tracker.driver, lease, lock)
+    where = settings.redact(tracker.uri)
+    lease = Lease(tracker.client, tracker.experiment_id, tracker.driver, command, where=where)
+
+    def release() -> None:
+        lease.release()
+        if lock is not None:
+            lock.release()
+
     try:
+        lease.acquire()
+        fence = Fence(tracker.client, tracker.experiment_id, tracker.driver, lease, lock)
         fence.claim()
     except BaseException:
-        (lock or lease).release()
+        release()
         raise
-    return fence, (lock or lease).release
+    return fence, release
 
 
 def _carry_rows(

@@ -57,7 +57,10 @@ class RunRecord:
         Run ids of the cell's older FINISHED runs (a rerun): tagged ``superseded_by`` this
         run in the same transaction.
     written : bool
-        Set once the run is in the store.
+        Set once the run is in the store, committed (FINISHED or FAILED).
+    logged : bool
+        Through MLflow's API: set once the run is written whole but not yet committed
+        (RUNNING; :mod:`sweeper.store.record`).
     created : str or None
         Through MLflow's API: the run id an attempt created.
     attempted : bool
@@ -75,8 +78,23 @@ class RunRecord:
     artifacts: dict[str, bytes] = field(default_factory=dict)
     supersedes: list[str] = field(default_factory=list)
     written: bool = False
+    logged: bool = False
     created: str | None = None
     attempted: bool = False
+
+
+def refuse(record: RunRecord) -> None:
+    """Raise MLflow's own ``MlflowException`` (INVALID_PARAMETER_VALUE) if its API would
+    refuse a metric or param key of ``record`` (``bad key/../?*``): the direct writes store
+    only what MLflow's API stores. Each key is checked once, with MLflow's validators
+    (:mod:`sweeper.store.mlflow_private`); the values are the floats
+    :func:`sweeper.store.cellruns.record_of` made."""
+    metric = mlflow_private.get("validate_metric")
+    for key in dict.fromkeys(k for k, _, _ in record.metrics):
+        metric(key, 0.0, record.end_time, 0)
+    param = mlflow_private.get("validate_param_name")
+    for key in record.params:
+        param(key)
 
 
 def database_of(uri: str, database: str | None) -> str | None:
@@ -128,12 +146,16 @@ class BulkWriter:
 
     def write(self, records: Sequence[RunRecord]) -> None:
         """Write ``records`` in one transaction; a batch that already committed (a retry
-        after a lost connection) is left as it is. :attr:`fence` (a
+        after a lost connection) is left as it is. A record whose metric or param key MLflow's
+        API would refuse is refused here the same way (:func:`refuse`: MLflow's own
+        ``MlflowException``), before anything is written. :attr:`fence` (a
         :class:`sweeper.store.lock.Fence`) checks, in the same transaction, that this driver still
         holds the experiment."""
         records = [r for r in records if not r.written]
         if not records:
             return
+        for record in records:  # what MLflow's API refuses is refused here too
+            refuse(record)
         rows = self._rows(records)
         with self.engine.begin() as connection:
             if self._committed(connection, records[0].run_id):

@@ -147,10 +147,12 @@ def record_of(
     return record, row
 
 
-def log_record(tracker: Tracker, record: RunRecord) -> None:
+def log_record(tracker: Tracker, record: RunRecord, commit: bool = True) -> None:
     """Write one run through MLflow's API (a store the driver cannot write in batches):
     create it with its tags, one ``log_batch`` per chunk of params and metrics, its
-    artifacts, its final status; then tag the runs it supersedes."""
+    artifacts; then (``commit``) its final status and the tags of the runs it supersedes
+    (:func:`commit_record`). Until then the run is RUNNING: no reader takes it for the
+    cell's result (:mod:`sweeper.store.result`)."""
     run = tracker.client.create_run(
         tracker.experiment_id, start_time=record.start_time, run_name=record.name,
         tags=record.tags,
@@ -169,7 +171,20 @@ def log_record(tracker: Tracker, record: RunRecord) -> None:
         )
     for name, data in record.artifacts.items():
         tracker.write_artifact(record.run_id, name, data, run.info.artifact_uri)
+    if commit:
+        commit_record(tracker, record)
+        supersede(tracker, record)
+
+
+def commit_record(tracker: Tracker, record: RunRecord) -> None:
+    """Commit a run written through MLflow's API: its final status (FINISHED or FAILED).
+    MLflow refuses to change a deleted run, so a run another driver retracted stays
+    retracted (:func:`sweeper.store.settle.retract`)."""
     tracker.client.set_terminated(record.run_id, record.status, end_time=record.end_time)
+
+
+def supersede(tracker: Tracker, record: RunRecord) -> None:
+    """Tag the runs a committed run supersedes (a rerun) ``superseded_by`` it."""
     for old in record.supersedes:
         tracker.client.set_tag(old, "superseded_by", record.run_id)
 

@@ -9,14 +9,21 @@ one sweep only:
   file, held for the driver's whole life. Taking it is atomic, and the OS drops it when the
   process dies, ``kill -9`` included: there is nothing to expire. The file holds the holder's
   pid, host, start time and command, for the refusal message.
-- a tracking server (shared by several machines, where no file lock reaches): a lease per
-  experiment, a run tagged ``role=lease`` carrying the driver's id and a heartbeat
-  (``sweeper.heartbeat``, ms) renewed every :data:`HEARTBEAT_S`. A driver creates its
-  lease run first and then looks for the others: any live one and it deletes its own and
-  refuses. Of two drivers, the second to look always sees the first one's lease, so at most
-  one proceeds (both may refuse when they start in the same instant: start one again). A
-  lease is dead when its driver's process is gone (same host) or its heartbeat is older
-  than :data:`LEASE_EXPIRY_S` (another host: clocks must agree to well within that).
+- a PostgreSQL tracking store: a session-level advisory lock per experiment
+  (:class:`AdvisoryLock`), dropped by PostgreSQL when the driver dies.
+- every store, besides: a lease per experiment recorded in the store itself, a run tagged
+  ``role=lease`` carrying the driver's id and a heartbeat (``sweeper.heartbeat``, ms)
+  renewed every :data:`HEARTBEAT_S` (:class:`Lease`). It is what a driver through a
+  tracking server sees (no file lock or advisory lock reaches it), so one lock serves
+  every way into one database: a sqlite file used directly and through ``mlflow server
+  --backend-store-uri sqlite:///same.db``, a PostgreSQL database used directly and through
+  a server (issue #41). A driver creates its lease run first and then looks for the others'
+  live leases: it proceeds only when a look taken after its own lease existed finds none.
+  When two start in the same instant and see each other, the one whose lease is later
+  (start time, then run id) withdraws at once and the earliest one waits up to
+  :data:`CONTEND_S` for it to, so exactly one proceeds. A lease is dead when its driver's
+  process is gone (same host) or its heartbeat is older than :data:`LEASE_EXPIRY_S` (another
+  host: clocks must agree to well within that).
 
 A second driver refuses at once (:class:`StoreBusy`, exit status 4) with the other one's pid
 and command; it never waits.
@@ -51,6 +58,8 @@ from sweeper.store.failures import STORE_ERRORS
 
 HEARTBEAT_S = 10.0
 LEASE_EXPIRY_S = 60.0
+CONTEND_S = 5.0
+"""How long the earliest of drivers that started together waits for the others to withdraw."""
 SETTLE_S = 5.0
 """A half-built store that has not changed for this long has no live builder."""
 BUILDING = ".creating-"
@@ -143,12 +152,12 @@ class StoreLock:
 
 
 class Lease:
-    """A driver's lease on one experiment of a tracking server (see the module docstring).
+    """A driver's lease on one experiment, recorded in the store (see the module docstring).
 
     Parameters
     ----------
     client : MlflowClient
-        A client of the tracking server.
+        A client of the store.
     experiment_id : str
         The experiment the lease covers.
     driver : str
@@ -157,6 +166,8 @@ class Lease:
         The command this driver runs, shown to a refused driver.
     heartbeat_s, expiry_s : float
         How often the lease is renewed, and after how long without renewal it is dead.
+    where : str
+        The store as a refused driver's message names it (no password).
     """
 
     def __init__(
@@ -167,9 +178,11 @@ class Lease:
         command: str,
         heartbeat_s: float = HEARTBEAT_S,
         expiry_s: float = LEASE_EXPIRY_S,
+        where: str = "",
     ) -> None:
         self.client, self.experiment_id = client, experiment_id
         self.driver, self.command = driver, command
+        self.where = where or "the store"
         self.heartbeat_s, self.expiry_s = heartbeat_s, expiry_s
         self.run_id: str | None = None
         self._stop = threading.Event()
@@ -194,7 +207,8 @@ class Lease:
         return now_ms() - beat < self.expiry_s * 1000
 
     def acquire(self) -> None:
-        """Create this driver's lease, then refuse (:class:`StoreBusy`) if another is live."""
+        """Create this driver's lease, then proceed only once no other live lease is left
+        (:class:`StoreBusy` naming the first other one otherwise): see the module docstring."""
         run = self.client.create_run(
             self.experiment_id,
             run_name="sweeper-lease",
@@ -206,30 +220,35 @@ class Lease:
             },
         )
         self.run_id = run.info.run_id
-        others = [r for r in self._leases() if r.info.run_id != self.run_id]
-        for mine in [r for r in others if r.data.tags.get("sweeper.driver") == self.driver]:
-            with suppress(*STORE_ERRORS):  # an earlier attempt of this driver (a lost answer)
-                self.client.set_terminated(mine.info.run_id, "KILLED")
-                self.client.delete_run(mine.info.run_id)
-        others = [r for r in others if r.data.tags.get("sweeper.driver") != self.driver]
-        live = [r for r in others if self.live(r)]
-        for dead in (r for r in others if not self.live(r)):
-            with suppress(*STORE_ERRORS):  # another driver may be clearing it too
-                self.client.set_terminated(dead.info.run_id, "KILLED")
-                self.client.delete_run(dead.info.run_id)
-        if live:
-            self._drop()
-            other = live[0].data.tags
-            pid = (other.get("sweeper.driver") or "").split(":")[1:2] or ["PID"]
-            holder = (
-                f"driver {other.get('sweeper.driver')} (running: {other.get('sweeper.command')})"
-            )
-            raise StoreBusy(
-                busy_message(f"this experiment of {self.client.tracking_uri}", holder, pid[0])
-            )
+        deadline = time.monotonic() + CONTEND_S
+        while live := self._others():
+            first = min([*live, run], key=_order)
+            if first.info.run_id != self.run_id or time.monotonic() > deadline:
+                self._refuse(live)
+            time.sleep(0.25)  # the earliest: the later ones withdraw (module docstring)
         self.beaten = time.monotonic()
         self._thread = threading.Thread(target=self._beat, name="sweeper-lease", daemon=True)
         self._thread.start()
+
+    def _others(self) -> list[Any]:
+        """The other drivers' live leases, after ending this driver's earlier attempts (an
+        answer lost) and the leases of dead drivers."""
+        others = [r for r in self._leases() if r.info.run_id != self.run_id]
+        gone = [r for r in others if r.data.tags.get("sweeper.driver") == self.driver]
+        others = [r for r in others if r.data.tags.get("sweeper.driver") != self.driver]
+        gone += [r for r in others if not self.live(r)]
+        for run in gone:
+            with suppress(*STORE_ERRORS):  # another driver may be clearing it too
+                self.client.set_terminated(run.info.run_id, "KILLED")
+                self.client.delete_run(run.info.run_id)
+        return [r for r in others if self.live(r)]
+
+    def _refuse(self, live: list[Any]) -> None:
+        self._drop()
+        other = min(live, key=_order).data.tags
+        pid = (other.get("sweeper.driver") or "").split(":")[1:2] or ["PID"]
+        holder = f"driver {other.get('sweeper.driver')} (running: {other.get('sweeper.command')})"
+        raise StoreBusy(busy_message(f"this experiment of {self.where}", holder, pid[0]))
 
     def _beat(self) -> None:
         while not self._stop.wait(self.heartbeat_s):
@@ -249,7 +268,7 @@ class Lease:
             return
         run = self.client.get_run(self.run_id)
         if run.info.status != "RUNNING" or run.info.lifecycle_stage != "active":
-            raise LeaseLost(lost_message(None).replace("(unknown)", f"(silent {silent:.0f} s)"))
+            raise LeaseLost(lost_message(None, "expired", silent, self.expiry_s))
         self.client.set_tag(self.run_id, "sweeper.heartbeat", str(now_ms()))
         self.beaten = time.monotonic()
 
@@ -267,6 +286,12 @@ class Lease:
             self.run_id = None
 
 
+def _order(run: Any) -> tuple[int, str]:
+    """Which of two leases came first: by start time, then run id (the same for every
+    driver that sees both)."""
+    return int(run.info.start_time or 0), run.info.run_id
+
+
 class LeaseLost(StoreFailed):
     """This driver no longer holds the experiment (another driver took its lease, or its
     lock): it stops at once, writing nothing more (the other driver owns the sweep now)."""
@@ -278,14 +303,16 @@ in its own transaction (:meth:`Fence.check_in`)."""
 
 
 class Fence:
-    """The fencing token of a driver that holds an experiment (a lease on a tracking server,
-    an advisory lock on a PostgreSQL store): its id in the experiment's tag :data:`HOLDER`.
+    """The fencing token of a driver that holds an experiment (its lease, and the advisory
+    lock on a PostgreSQL store): its id in the experiment's tag :data:`HOLDER`.
 
     A driver that takes the experiment over writes its own id there before it reads what
     the experiment holds; every batch of runs checks the tag still names its driver, in the
-    batch's own transaction when it is written into the database (:meth:`check_in`, a row
-    lock on PostgreSQL, so a takeover waits for a batch in flight and then sees it), else
-    just before it (:meth:`check`). A driver that lost it stops (:class:`LeaseLost`).
+    batch's own transaction when it is written into the database (:meth:`check_in`: an
+    update of the tag's row, which locks it, so a takeover waits for a batch in flight and
+    then sees it), else before the batch's runs are committed and again after
+    (:meth:`check`, :mod:`sweeper.store.record`). A driver that lost it stops
+    (:class:`LeaseLost`, saying what happened).
 
     Parameters
     ----------
@@ -317,8 +344,8 @@ class Fence:
         if self.lock is not None:
             try:
                 self.lock.check()
-            except StoreBusy as err:
-                raise LeaseLost(lost_message(str(err))) from None
+            except StoreBusy:
+                raise LeaseLost(lost_message(self._holder(), "session")) from None
         if api:
             self.check()
 
@@ -328,34 +355,92 @@ class Fence:
     def check(self) -> None:
         """Raise :class:`LeaseLost` unless this driver still holds the experiment."""
         if self.lease is not None:
-            self.lease.check()
-        holder = self.client.get_experiment(self.experiment_id).tags.get(HOLDER)
+            try:
+                self.lease.check()
+            except LeaseLost:  # its lease was taken over: say by whom
+                raise self._lost(self._holder(), None) from None
+        holder = self._holder()
         if holder != self.driver:
-            raise LeaseLost(lost_message(holder))
+            raise self._lost(holder, self._lease_state())
 
     def check_in(self, connection: Any) -> None:
         """The token checked inside a batch's transaction (``connection``, SQLAlchemy): the
-        one check that holds however long the driver was paused or the server away."""
+        one check that holds however long the driver was paused or the server away. The
+        tag's row is updated to itself: a write, so it is locked until the batch commits
+        (PostgreSQL's row lock, SQLite's write lock)."""
         import sqlalchemy as sa
 
-        query = "select value from experiment_tags where experiment_id = :experiment and key = :key"
-        if connection.dialect.name == "postgresql":
-            query += " for share"
+        where = "experiment_id = :experiment and key = :key"
+        values = {"experiment": int(self.experiment_id), "key": HOLDER}
+        held = connection.execute(
+            sa.text(f"update experiment_tags set value = value where {where} and value = :me"),
+            {**values, "me": self.driver},
+        ).rowcount
+        if held == 1:
+            return
         found = connection.execute(
-            sa.text(query), {"experiment": int(self.experiment_id), "key": HOLDER}
+            sa.text(f"select value from experiment_tags where {where}"), values
         ).first()
-        holder = found[0] if found else None
-        if holder != self.driver:
-            raise LeaseLost(lost_message(holder))
+        state = None
+        if self.lease is not None and self.lease.run_id is not None:
+            state = connection.execute(
+                sa.text("select status, lifecycle_stage from runs where run_uuid = :run"),
+                {"run": self.lease.run_id},
+            ).first()
+        raise self._lost(found[0] if found else None, state)
+
+    def _holder(self) -> str | None:
+        return self.client.get_experiment(self.experiment_id).tags.get(HOLDER)
+
+    def _lease_state(self) -> tuple[str, str] | None:
+        if self.lease is None or self.lease.run_id is None:
+            return None
+        try:
+            run = self.client.get_run(self.lease.run_id)
+        except STORE_ERRORS:  # deleted for good, or the store is away: say what is known
+            return None
+        return run.info.status, run.info.lifecycle_stage
+
+    def _lost(self, holder: str | None, state: Any) -> LeaseLost:
+        """The error of a driver whose token names ``holder``; ``state`` (status, lifecycle
+        stage) of its lease run tells how it lost the experiment."""
+        if self.lease is None:
+            return LeaseLost(lost_message(holder, "session"))
+        if state is None or tuple(state) != ("RUNNING", "active"):
+            silent = time.monotonic() - self.lease.beaten
+            return LeaseLost(lost_message(holder, "expired", silent, self.lease.expiry_s))
+        return LeaseLost(lost_message(holder, "claimed"))
 
 
-def lost_message(holder: str | None) -> str:
+def lost_message(
+    holder: str | None, how: str, silent_s: float | None = None, expiry_s: float = LEASE_EXPIRY_S
+) -> str:
+    """What a driver that lost the experiment to ``holder`` says: ``how`` it lost it
+    (``expired``: its lease went without a heartbeat past its expiry and was taken over;
+    ``claimed``: another driver claimed it while the lease was live; ``session``: its
+    PostgreSQL session ended and another driver took the experiment meanwhile)."""
+    other = f"to another driver ({holder or 'unknown'})"
+    silent = f" (silent {silent_s:.0f} s)" if silent_s is not None else ""
+    why = {
+        "expired": (
+            f"its lease went without a heartbeat for longer than {expiry_s:g} s"
+            f"{silent} (the process was paused, or its calls to the store did not get "
+            "through), so that driver took the experiment over"
+        ),
+        "claimed": (
+            "that driver claimed the experiment although this driver's lease was live "
+            "(a sweeper that does not see leases, older than this one)"
+        ),
+        "session": (
+            "this driver's session with the PostgreSQL database ended (a restart, or a "
+            "dropped connection) and that driver took the experiment meanwhile"
+        ),
+    }[how]
     return (
-        "this driver lost the experiment to another driver "
-        f"({holder or 'unknown'}): it was paused or cut off from the store for longer than "
-        f"its lease ({LEASE_EXPIRY_S:.0f} s), and that driver took the experiment over. This "
-        "driver stopped without writing anything more; the other one runs the cells that "
-        "are left. Run this command again once it is done if cells remain"
+        f"this driver lost the experiment {other}: {why}. This driver stopped; what it "
+        "recorded before is kept and nothing it wrote after losing the experiment counts. "
+        "The other driver runs the cells that are left; run this command again once it "
+        "is done if cells remain"
     )
 
 

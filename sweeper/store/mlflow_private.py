@@ -36,6 +36,8 @@ NAMES: dict[str, tuple[str, str, str]] = {
         "DEFAULT_LOCAL_FILE_AND_ARTIFACT_PATH",
         "store creation",
     ),
+    "validate_metric": ("mlflow.utils.validation", "_validate_metric", "direct writes"),
+    "validate_param_name": ("mlflow.utils.validation", "_validate_param_name", "direct writes"),
     "SqlRun": (MODELS, "SqlRun", "direct writes"),
     "SqlTag": (MODELS, "SqlTag", "direct writes"),
     "SqlParam": (MODELS, "SqlParam", "direct writes"),

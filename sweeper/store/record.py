@@ -18,6 +18,8 @@ database: :mod:`sweeper.store.failures`); a full disk or a bad schema stops the 
 
 from __future__ import annotations
 
+import dataclasses
+import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -25,14 +27,23 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 import tenacity
+from mlflow.exceptions import MlflowException
 from omegaconf import DictConfig
 
 from sweeper import memory
 from sweeper.errors import StoreFailed, SweepError, boolean
 from sweeper.process import now_ms
 from sweeper.settings import redact
-from sweeper.store.bulk import BulkWriter, RunRecord, database_of
-from sweeper.store.cellruns import CellLike, OutcomeLike, discard_attempts, log_record, record_of
+from sweeper.store.bulk import BulkWriter, RunRecord, database_of, refuse
+from sweeper.store.cellruns import (
+    CellLike,
+    OutcomeLike,
+    commit_record,
+    discard_attempts,
+    log_record,
+    record_of,
+    supersede,
+)
 from sweeper.store.failures import STORE_ERRORS, transient
 from sweeper.store.lock import Fence
 from sweeper.store.parent import SweepRun
@@ -90,7 +101,8 @@ def open_writer(batching: Batching, tracker: Tracker) -> BulkWriter | None:
     if batching.database is None:
         return None
     try:
-        writer = BulkWriter(batching.database, tracker.experiment_id, tracker.artifact_location)
+        database = tracker.database_uri(batching.database)
+        writer = BulkWriter(database, tracker.experiment_id, tracker.artifact_location)
         found = writer.experiment_name()
     except SweepError:  # said already (MlflowChanged: a private name of MLflow missing)
         raise
@@ -261,11 +273,9 @@ class Recorder:
         received at or after it in a later one (so the resume index searches only those,
         ``end_time >= mark``). When the store fails part way, the cells whose runs were
         written are kept in :attr:`cut` (their rows are rebuilt by the next start)."""
-        made = [
-            record_of(self.tracker, cell, outcome, self.parent.run_id, supersedes, received)
-            for cell, outcome, supersedes, received in batch
-        ]
-        logged = [(c, o, row) for (c, o, _, _), (_, row) in zip(batch, made, strict=True)]
+        checked = [self._made(*received) for received in batch]
+        made = [(record, row) for _, record, row in checked]
+        logged = [(c, o, row) for (c, _, _, _), (o, _, row) in zip(batch, checked, strict=True)]
         try:
             self._patiently("recording a batch of cells", lambda: self._write([r for r, _ in made]))
         except BaseException:
@@ -286,21 +296,66 @@ class Recorder:
         memory.give_back()
         return logged
 
+    def _made(
+        self, cell: CellLike, outcome: OutcomeLike, supersedes: list[str], received: int
+    ) -> tuple[OutcomeLike, RunRecord, dict[str, Any]]:
+        """The cell's outcome, run and table row. A result that cannot be recorded (a value
+        that is not a number, a key MLflow's API refuses: one the worker did not check,
+        :mod:`sweeper.outcome`) makes the cell FAILED, saying why; the batch goes on."""
+        parent = self.parent.run_id
+        try:
+            record, row = record_of(self.tracker, cell, outcome, parent, supersedes, received)
+            refuse(record)
+        except (TypeError, ValueError, MlflowException) as err:
+            outcome = unrecordable(outcome, err)
+            record, row = record_of(self.tracker, cell, outcome, parent, supersedes, received)
+        return outcome, record, row
+
     def _write(self, records: list[RunRecord]) -> None:
         if self.fence is not None:
             self.fence.before_batch(api=self.writer is None)
         if self.writer is not None:
             self._write_direct(records)
             return
-        todo = [r for r in records if not r.written]
+        self._each(self._log, [r for r in records if not r.logged])
+        self._commit(records)
+
+    def _commit(self, records: list[RunRecord]) -> None:
+        """Commit a batch written through MLflow's API, where nothing is atomic: its runs
+        were written whole but RUNNING (no reader takes one for a result), and they get
+        their status only if this driver still holds the experiment, checked just before.
+        A driver that takes the experiment over deletes every run another driver left
+        uncommitted before it reads what is done (:func:`~sweeper.store.settle.retract`),
+        so a commit that comes later (this driver paused, or a call stalled, between its
+        check and its commit) fails, MLflow refusing to change a deleted run, or lands on a
+        deleted one. The check after the commit keeps a driver that lost the experiment
+        meanwhile from writing the batch's table part and supersession tags."""
+        if self.fence is not None:
+            self.fence.check()
+        try:
+            self._each(self._commit_one, [r for r in records if not r.written])
+        except STORE_ERRORS as err:
+            if self.fence is not None and not transient(err):
+                self.fence.check()  # a run another driver retracted: this one lost
+            raise
+        if self.fence is not None:
+            self.fence.check()
+        self._each(lambda r: supersede(self.tracker, r), [r for r in records if r.supersedes])
+
+    def _each(self, write: Callable[[RunRecord], None], records: list[RunRecord]) -> None:
+        """``write`` each record, in the log threads when there are several."""
         if self.pool is None:
-            for record in todo:
-                self._log(record)
-        else:
-            futures = [self.pool.submit(self._log, r) for r in todo]
-            wait(futures)  # every write of this attempt has ended before a retry starts
-            for future in futures:
-                future.result()
+            for record in records:
+                write(record)
+            return
+        futures = [self.pool.submit(write, r) for r in records]
+        wait(futures)  # every write of this attempt has ended before a retry starts
+        for future in futures:
+            future.result()
+
+    def _commit_one(self, record: RunRecord) -> None:
+        commit_record(self.tracker, record)
+        record.written = True
 
     def _write_direct(self, records: list[RunRecord]) -> None:
         """Runs in one transaction into the store's database: local artifacts first (a run
@@ -325,19 +380,33 @@ class Recorder:
             self.tracker.write_artifact(*artifact)
 
     def _log(self, record: RunRecord) -> None:
-        """One run through MLflow's API. Each run carries its record's id (tag
-        :data:`ATTEMPT_TAG`), so a retry first removes whatever an earlier attempt left of
-        it, a run whose creation's answer was lost included: a retried batch leaves no
-        runs behind."""
+        """One run through MLflow's API, written whole but not committed (:meth:`_commit`).
+        Each run carries its record's id (tag :data:`ATTEMPT_TAG`), so a retry first
+        removes whatever an earlier attempt left of it, a run whose creation's answer was
+        lost included: a retried batch leaves no runs behind."""
         record.tags.setdefault(ATTEMPT_TAG, record.run_id)
         if record.attempted:
             discard_attempts(self.tracker, record.tags[ATTEMPT_TAG])
         record.attempted = True
-        log_record(self.tracker, record)
-        record.written = True
+        log_record(self.tracker, record, commit=False)
+        record.logged = True
 
     def _patiently(self, what: str, action: Callable[[], T]) -> T:
         return patiently(what, action, self.batching.patience_s, self.progress, self)
+
+
+def unrecordable(outcome: OutcomeLike, err: BaseException) -> OutcomeLike:
+    """``outcome`` (a dataclass, as :class:`sweeper.execute.Outcome`) made FAILED because its
+    result cannot be recorded (``err`` says why)."""
+    reason = " ".join(str(getattr(err, "message", None) or err).split())[:2000]
+    return dataclasses.replace(
+        outcome,
+        status="FAILED",
+        result=None,
+        artifact=None,
+        traceback=None,
+        error=f"the cell's result cannot be recorded: {type(err).__name__}: {reason}",
+    )
 
 
 def patiently(
@@ -347,8 +416,15 @@ def patiently(
     with a backoff doubling from ``BACKOFF_S[0]`` to ``BACKOFF_S[1]`` seconds, each wait said
     on the progress line, as long as the next wait would end within ``patience_s`` seconds of
     the first attempt; then, or at once for another store error, :class:`StoreFailed`. A
-    Ctrl-C (``stop.requested``) ends the wait."""
+    Ctrl-C (``stop.requested``) ends the wait. Each attempt is bounded by what is left of
+    ``patience_s`` (:func:`bounded`): a store that holds a call without ever answering (a
+    connection whose answer was lost) stops the sweep too, instead of a silent hang."""
     started = time.monotonic()
+    deadline = started + patience_s
+
+    def attempt() -> T:
+        return bounded(action, deadline - time.monotonic())
+
     retrying = tenacity.Retrying(
         retry=tenacity.retry_if_exception(_waited_for),
         wait=tenacity.wait_exponential(min=BACKOFF_S[0], max=BACKOFF_S[1]),
@@ -358,11 +434,50 @@ def patiently(
         reraise=True,
     )
     try:
-        return retrying(action)
+        return retrying(attempt)
+    except Unanswered:
+        raise StoreFailed(
+            f"{what}: the MLflow store did not answer for {patience_s:.0f} s "
+            "(tracking.patience_s): a call to it neither returned nor failed"
+        ) from None
     except STORE_ERRORS as err:
         waited = time.monotonic() - started if retrying.statistics.get("idle_for") else 0.0
         extra = f" (waited {waited:.0f} s: tracking.patience_s)" if waited else ""
         raise StoreFailed(f"{what}: {type(err).__name__}: {_reason(err)}{extra}") from err
+
+
+class Unanswered(Exception):
+    """A store call that neither returned nor failed within its time (:func:`bounded`)."""
+
+
+def bounded(action: Callable[[], T], seconds: float) -> T:
+    """``action()``, waited for at most ``seconds``, else :class:`Unanswered`. It runs in a
+    daemon thread, which a call the store never answers holds until the process ends
+    (nothing can cut a call short from outside it: libpq, like HTTP, waits for an answer
+    that a stalled proxy or a half-open connection never sends). A KeyboardInterrupt of the
+    waiting (main) thread ends the wait."""
+    outcome: dict[str, Any] = {}
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome["value"] = action()
+        except BaseException as err:  # raised in the caller's thread below
+            outcome["error"] = err
+        finally:
+            done.set()
+
+    caller = threading.current_thread().name  # its call's thread is named after it
+    threading.Thread(target=run, name=f"{caller}/store-call", daemon=True).start()
+    end = time.monotonic() + seconds
+    while not done.is_set():
+        left = end - time.monotonic()
+        if left <= 0:
+            raise Unanswered
+        done.wait(min(0.1, left))
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 def _waited_for(err: BaseException) -> bool:

@@ -5,6 +5,19 @@ A cell's result is its newest FINISHED run, else its newest FAILED run (a recomp
 that fails never hides an earlier result); newest by start time, then by the order the
 runs were seen (a table's later row, a later search). A cell with neither (its runs left
 RUNNING or KILLED) has no result.
+
+**Committed runs only.** A run counts once it is committed, and committed is its status:
+FINISHED or FAILED, on an active (not deleted) run. The direct writes commit a batch's runs
+in one transaction that checks the driver's fencing token (:mod:`sweeper.store.bulk`).
+Through MLflow's API, where nothing is atomic, a driver writes each run whole but RUNNING
+and sets its status only after checking that it still holds the experiment
+(:mod:`sweeper.store.record`, ``Recorder._commit``); a driver that takes the experiment
+over deletes the runs another host's driver left RUNNING before it reads what is done
+(:func:`sweeper.store.settle.retract`), so a commit that comes later never makes a second
+result. So every reader (the resume index, the sweep's table, the report, the Python API)
+honours: a RUNNING or KILLED run is no result, a deleted run is none (MLflow's searches of
+active runs never return one), a run tagged ``role=lease`` is no cell, and a sweep table's
+rows name committed runs only (a batch's table part is written after its runs commit).
 """
 
 from __future__ import annotations

@@ -70,6 +70,36 @@ def reap(tracker: Tracker, running: Iterable[Any], parent_id: str | None = None)
     return reaped
 
 
+def retract(tracker: Tracker) -> list[str]:
+    """Delete the runs that drivers on other hosts left uncommitted (RUNNING cell runs:
+    through MLflow's API a run is committed by its status, :mod:`sweeper.store.record`);
+    returns their run ids.
+
+    Called by a driver that has just taken the experiment (its lease and fencing token)
+    and before it reads what is done: such a driver lost its lease without being known
+    dead (another host's is told only by its heartbeat), may be merely paused, and would
+    commit its runs when it wakes. MLflow refuses to change a deleted run, so a commit that
+    comes later fails (and that driver stops) or lands on a deleted run; either way the
+    cell is run again by this driver, once. A run of a driver on this host is left to
+    :func:`reap` (a dead one's cannot be committed any more; a live one holds its lease).
+    """
+    running = tracker.runs("attributes.status = 'RUNNING'")
+    taken = [
+        r
+        for r in running
+        if "cell_key" in r.data.tags
+        and r.data.tags.get("sweeper.driver") != tracker.driver
+        and driver_alive(r.data.tags.get("sweeper.driver")) is None
+    ]
+    for run in taken:
+        tracker.client.set_tag(
+            run.info.run_id, "sweeper.reaped", "retracted: its driver lost the experiment"
+        )
+        tracker.client.set_terminated(run.info.run_id, "KILLED")
+        tracker.client.delete_run(run.info.run_id)
+    return [r.info.run_id for r in taken]
+
+
 def settle_own(tracker: Tracker, parent_id: str | None = None) -> int:
     """Set KILLED the cell runs this process left RUNNING (a second Ctrl-C cut one off
     while it was being logged); best effort. Returns how many."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
@@ -26,9 +27,11 @@ from urllib.request import urlopen
 import numpy as np
 from mlflow import MlflowClient
 from mlflow.entities import RunTag, ViewType
+from mlflow.exceptions import MlflowException
 
 from sweeper.errors import StoreFailed, SweepError
 from sweeper.process import driver_id
+from sweeper.settings import redact
 from sweeper.store.failures import STORE_ERRORS
 from sweeper.store.lock import prepare_sqlite_store, sqlite_path
 from sweeper.store.table import ArtifactIO, CellTable, local_artifact_dir
@@ -70,17 +73,41 @@ def resolve_uri(uri: str | None) -> str:
 
 
 SERVER_TIMEOUT_S = 3.0
+"""How long a connection to a server or a database may take before it counts as refused."""
 SERVER_PATIENCE_S = 30.0
+"""How long a tracking server that accepted the connection may take to answer ``/health``
+(a loaded machine) before it is refused: the longest a silent server holds the start."""
+DATABASE_PORTS = {"postgresql": 5432, "mysql": 3306, "mssql": 1433}
+BOUNDS = {
+    "connect_timeout": "10",
+    "keepalives": "1",
+    "keepalives_idle": "30",
+    "keepalives_interval": "10",
+    "keepalives_count": "3",
+    "tcp_user_timeout": "30000",
+}
+"""libpq's connection settings of every PostgreSQL connection the driver opens (MLflow's
+store, the direct writes, the advisory lock): a connection attempt ends after 10 s, a peer
+that vanished is noticed within about a minute (TCP keepalive, unacknowledged data). A
+database that stays connected but never answers is bounded by ``tracking.patience_s``
+(:func:`sweeper.store.record.patiently`)."""
+IDLE_IN_TRANSACTION_MS = 60_000
+"""PostgreSQL ends a session left inside a transaction this long (a driver paused in the
+middle of a batch holds the fencing token's row lock: a takeover waits at most this)."""
 
 
 def check_store(uri: str) -> None:
     """Refuse in seconds a store that cannot be used (minutes of retries otherwise), before a
     lock file or a store is made: an MLflow server that does not answer (or a server that is
-    not MLflow's), a sqlite URI naming a directory, a file that is not an SQLite database, or
-    a file in a directory that is missing or cannot be written."""
+    not MLflow's), a database nobody listens for at its host and port, a sqlite URI naming a
+    directory, a file that is not an SQLite database, or a file in a directory that is missing
+    or cannot be written."""
     scheme = uri.split(":", 1)[0]
     if scheme in ("http", "https"):
         _check_server(uri)
+        return
+    if scheme.split("+", 1)[0] in DATABASE_PORTS:
+        _check_database(uri)
         return
     if scheme != "sqlite" or not uri.startswith("sqlite:///"):
         return
@@ -169,19 +196,21 @@ def store_calls(what: str) -> Iterator[None]:
 
 def _check_server(uri: str) -> None:
     """A server that refuses the connection (or whose host is unknown) is refused at once;
-    one that accepts it but is slow to answer (a loaded machine) gets SERVER_PATIENCE_S; one
-    that answers, but not as MLflow does, is refused (:func:`_check_mlflow_api`)."""
+    one that accepts it but is slow to answer (a loaded machine) gets SERVER_PATIENCE_S in
+    all; one that answers, but not as MLflow does, is refused (:func:`_check_mlflow_api`)."""
     deadline = time.monotonic() + SERVER_PATIENCE_S
     while True:
+        left = deadline - time.monotonic()
         try:
-            with urlopen(f"{uri.rstrip('/')}/health", timeout=SERVER_TIMEOUT_S):
+            with urlopen(f"{uri.rstrip('/')}/health", timeout=min(SERVER_TIMEOUT_S, left)):
                 break
         except (OSError, ValueError) as err:
             slow = isinstance(getattr(err, "reason", err), TimeoutError)
-            if slow and time.monotonic() < deadline:
+            if slow and deadline - time.monotonic() > 0.1:
                 continue
+            what = f"it did not answer for {SERVER_PATIENCE_S:.0f} s" if slow else str(err)
             raise SweepError(
-                f"no MLflow tracking server answers at {uri} (tracking.uri): {err}. Start it "
+                f"no MLflow tracking server answers at {uri} (tracking.uri): {what}. Start it "
                 "(mlflow server --host HOST --port PORT ...), fix tracking.uri, or use a local "
                 "store (tracking.uri=sqlite:///mlflow.db)"
             ) from None
@@ -222,6 +251,64 @@ def _check_mlflow_api(uri: str) -> None:
     )
 
 
+def _check_database(uri: str) -> None:
+    """A database that nobody listens for at its host and port is refused within
+    SERVER_TIMEOUT_S (MLflow would retry for minutes); a socket path, or a URI this
+    cannot read, is left to the database's driver."""
+    import sqlalchemy as sa
+
+    try:
+        url = sa.engine.make_url(uri)
+    except sa.exc.ArgumentError:
+        return
+    if not url.host:
+        return
+    port = url.port or DATABASE_PORTS[uri.split(":", 1)[0].split("+", 1)[0]]
+    try:
+        socket.create_connection((url.host, port), timeout=SERVER_TIMEOUT_S).close()
+    except OSError as err:
+        reason = "it did not accept within 3 s" if isinstance(err, TimeoutError) else err
+        raise SweepError(
+            f"no database answers at {url.host}:{port} (tracking.uri={redact(uri)}): "
+            f"{reason}. Start it, fix the host and port of tracking.uri, or use a local "
+            "store (tracking.uri=sqlite:///mlflow.db)"
+        ) from None
+
+
+def bounded(uri: str, patience_s: float) -> str:
+    """``uri`` with libpq's :data:`BOUNDS`, a statement timeout of ``patience_s`` and
+    :data:`IDLE_IN_TRANSACTION_MS` when it is a PostgreSQL database's (settings the URI
+    gives itself are kept); any other URI as it is."""
+    if uri.split(":", 1)[0].split("+", 1)[0] != "postgresql":
+        return uri
+    import sqlalchemy as sa
+
+    url = sa.engine.make_url(uri)
+    options = (
+        f"-c statement_timeout={int(patience_s * 1000)} "
+        f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}"
+    )
+    query = {**BOUNDS, "options": options, **url.query}
+    return url.update_query_dict(query).render_as_string(hide_password=False)
+
+
+def _connect_once(uri: str) -> None:
+    """Connect to a database ``uri`` once, so that what keeps it from answering is said at
+    once and judged (:mod:`sweeper.store.failures`: a refused password is no restart),
+    not after MLflow's ten attempts of its own (about a hundred seconds)."""
+    if uri.split(":", 1)[0].split("+", 1)[0] not in DATABASE_PORTS:
+        return
+    import sqlalchemy as sa
+    from sqlalchemy.pool import NullPool
+
+    engine = sa.create_engine(uri, poolclass=NullPool)
+    try:
+        with engine.connect():
+            pass
+    finally:
+        engine.dispose()
+
+
 def search_all(client: MlflowClient, experiment_id: str, filter_string: str = "") -> list[Any]:
     """Every active run of the experiment that matches ``filter_string``, page by page."""
     runs, token = [], None
@@ -257,6 +344,9 @@ class Tracker:
         A tracking server's ``--artifacts-destination`` as this machine sees it
         (``tracking.artifacts_destination``), so that artifacts are written there directly
         instead of through the server.
+    patience_s : float
+        ``tracking.patience_s``: a PostgreSQL statement running longer is cancelled
+        (:func:`bounded`).
     """
 
     def __init__(
@@ -265,30 +355,53 @@ class Tracker:
         experiment: str,
         task: Task = GENERIC,
         artifacts_destination: str | None = None,
+        patience_s: float = 300.0,
     ) -> None:
         self.artifacts_destination = Path(artifacts_destination) if artifacts_destination else None
         self.uri = resolve_uri(uri)
+        self.patience_s = patience_s
         check_store(self.uri)
         path = sqlite_path(self.uri)
         self.store_note = "" if path is None else prepare_sqlite_store(path)
-        self.client = MlflowClient(tracking_uri=self.uri)
+        _connect_once(self.database_uri())
+        self.client = MlflowClient(tracking_uri=self.database_uri())
         self.experiment_name = experiment
         self.task = task
         self.metric_points = METRIC_POINTS
         self.colour_by: tuple[str, dict[str, str]] = ("", {})  # a tag -> a run's UI colour
         self._tables: dict[str, CellTable] = {}
         self.driver = driver_id()
-        found = self.client.get_experiment_by_name(experiment)
+        self.experiment_id = self._experiment(experiment)
+
+    def database_uri(self, uri: str | None = None) -> str:
+        """``uri`` (default: the tracking URI) as the driver connects to it: a PostgreSQL
+        database's with its timeouts and keepalive (:func:`bounded`)."""
+        return bounded(uri or self.uri, self.patience_s)
+
+    def _experiment(self, name: str) -> str:
+        """The id of experiment ``name``, created (or restored) when missing; another
+        driver creating it in the same instant is no failure (its lease decides which
+        driver goes on: :mod:`sweeper.store.lock`)."""
+        found = self.client.get_experiment_by_name(name)
         if found is None:
-            self.experiment_id = self.client.create_experiment(
-                experiment, artifact_location=self._artifact_location(experiment)
-            )
-        else:
-            if found.lifecycle_stage == "deleted":
-                self.client.restore_experiment(found.experiment_id)
-            self.experiment_id = found.experiment_id
-        if found is None or found.tags.get(EXPERIMENT_KIND[0]) != EXPERIMENT_KIND[1]:
-            self.client.set_experiment_tag(self.experiment_id, *EXPERIMENT_KIND)
+            try:
+                created = self.client.create_experiment(
+                    name, artifact_location=self._artifact_location(name)
+                )
+            except MlflowException as err:
+                if err.error_code != "RESOURCE_ALREADY_EXISTS":
+                    raise
+                found = self.client.get_experiment_by_name(name)  # made by the other driver
+                if found is None:
+                    raise
+            else:
+                self.client.set_experiment_tag(created, *EXPERIMENT_KIND)
+                return created
+        if found.lifecycle_stage == "deleted":
+            self.client.restore_experiment(found.experiment_id)
+        if found.tags.get(EXPERIMENT_KIND[0]) != EXPERIMENT_KIND[1]:
+            self.client.set_experiment_tag(found.experiment_id, *EXPERIMENT_KIND)
+        return found.experiment_id
 
     def _artifact_location(self, experiment: str) -> str | None:
         """Beside a local sqlite store, artifacts go to ``mlartifacts/`` next to the file."""

@@ -1,0 +1,144 @@
+"""What Ctrl-C (SIGINT) and SIGTERM do, from the driver's first instruction to its exit
+(docs/faults.md, "Exit statuses"; issue #41, item 3).
+
+Both mean the same thing, whoever sends them (a terminal, ``ray job stop``, Slurm's
+``--signal=B:TERM@120``): stop, keep what finished, say how to resume, exit with status 130.
+
+- While cells run and are recorded, up to the sweep's parent run ending (:func:`graceful`),
+  the first one asks the driver to stop between two events: the cells in flight are
+  cancelled, the finished ones recorded, the parent run ends KILLED. A second one aborts at
+  once (``KeyboardInterrupt``).
+- Anywhere else (Python importing, Hydra composing, the store opening, Ray starting, the
+  summary), the first one raises ``KeyboardInterrupt`` at once: a parent run that exists
+  ends KILLED, the resume command is printed.
+
+Ray's start replaces the SIGTERM handler with its own (``sys.exit(15)``: the driver ended
+with status 15 and said nothing); :func:`restore` puts this one back once Ray has started,
+and the sweep counts a ``SystemExit`` out of Ray's start as the interruption it is. A
+signal whose ``KeyboardInterrupt`` something swallowed is still seen: :data:`STOP` keeps it.
+
+This module imports nothing heavy: ``python -m sweeper`` installs it before its imports.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+INTERRUPTED = 130
+"""The exit status of a driver stopped by SIGINT or SIGTERM."""
+STOPPING = (
+    "stopping: cancelling the cells in flight, keeping the finished ones "
+    "(press Ctrl-C again to abort at once)"
+)
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@dataclass
+class Stop:
+    """Whether a signal asked the driver to stop, and where the first one is said while
+    cells run (``say``: None outside :func:`graceful`)."""
+
+    requested: bool = False
+    say: Callable[[str], None] | None = None
+
+
+STOP = Stop()
+_installed = False
+
+
+def install() -> None:
+    """This module's handler for SIGINT and SIGTERM (the command line's first instruction);
+    only the main thread can set one."""
+    global _installed
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in SIGNALS:
+        signal.signal(sig, _on_signal)
+    _installed = True
+
+
+def restore() -> None:
+    """The handlers again after Ray's start replaced SIGTERM's (when :func:`install` set
+    them: a sweep run from Python keeps its own)."""
+    if _installed:
+        install()
+
+
+def reset() -> None:
+    """A new sweep: no stop asked yet (the same process may run several, ``-m``)."""
+    STOP.requested = False
+
+
+def _on_signal(signum: int, frame: object) -> None:  # noqa: ARG001 - the signal API
+    first = not STOP.requested
+    STOP.requested = True
+    if first and STOP.say is not None:
+        STOP.say(STOPPING)
+        return
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def graceful(say: Callable[[str], None]) -> Iterator[Stop]:
+    """For the block (cells running and recorded, the sweep closed): the first signal
+    sets ``STOP.requested`` and is said through ``say``; the second raises
+    ``KeyboardInterrupt``. In a sweep run from Python the handlers are set for the block
+    only (in the main thread), the previous ones restored after."""
+    previous = {}
+    if not _installed and threading.current_thread() is threading.main_thread():
+        previous = {sig: signal.signal(sig, _on_signal) for sig in SIGNALS}
+    STOP.say = say
+    try:
+        yield STOP
+    finally:
+        STOP.say = None
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def interrupted_early() -> None:
+    """Exit 130 after a signal outside a sweep (Python importing, Hydra composing, between
+    the sweeps of ``-m``), saying how to start again."""
+    print(
+        "\nInterrupted outside a sweep: every sweep that ended is recorded, none was left "
+        f"RUNNING. Run the same command again (it resumes):\n  {_command()}",
+        file=sys.stderr,
+        flush=True,
+    )
+    sys.exit(INTERRUPTED)
+
+
+def exit_after(code: int) -> None:
+    """The last instruction: exit with ``code``; from here a signal (while Ray shuts down,
+    say) exits with 130 at once, saying the sweep itself had ended."""
+    if threading.current_thread() is threading.main_thread():
+        for sig in SIGNALS:
+            signal.signal(sig, _on_late_signal)
+    sys.exit(code)
+
+
+def _on_late_signal(signum: int, frame: object) -> None:  # noqa: ARG001 - the signal API
+    sys.stdout.flush()
+    sys.stderr.write(
+        "\nInterrupted while exiting: the sweep had ended and recorded its cells; the same "
+        f"command resumes if any are left:\n  {_command()}\n"
+    )
+    sys.stderr.flush()
+    os._exit(INTERRUPTED)
+
+
+def _command() -> str:
+    """This process's command line, a password in it redacted (it is printed)."""
+    text = shlex.join(["python", "-m", "sweeper", *sys.argv[1:]])
+    try:
+        from sweeper.settings import redact
+    except (ImportError, KeyboardInterrupt):  # interrupted while importing: say less
+        return "python -m sweeper ... (the same arguments)"
+    return redact(text)
