@@ -15,6 +15,7 @@ import sqlite3
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -155,13 +156,14 @@ def test_a_recipe_starts_its_own_server_beside_another_users(tmp_path):
                 _stop(process)
 
 
-def test_postgresql_keeps_fsync_on(tmp_path):
+def test_postgresql_keeps_fsync_on():
     """The recipes' production store: a committed batch survives a power cut."""
     import sqlalchemy as sa
 
-    (tmp_path / "pg").mkdir()
-    tmp_path.chmod(0o755)  # PostgreSQL's user must reach its directory inside
-    with postgres(tmp_path / "pg") as uri:
+    with (
+        tempfile.TemporaryDirectory(prefix="sweeper-pg-") as pg,  # reachable by postgres
+        postgres(Path(pg)) as uri,
+    ):
         engine = sa.create_engine(uri)
         with engine.connect() as connection:
             settings = {k: connection.execute(sa.text(f"show {k}")).scalar()
