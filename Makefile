@@ -9,7 +9,7 @@ EXP ?= smoke
 ARGS ?=
 PAPERS ?= ../shared/papers
 
-.PHONY: help reproduce run test test-papers test-slow test-batch test-faults test-scale test-range test-slurm bench-scale tracking-server test-experiments test-install test-cluster bench-orchestration bench-tuners lint bench report check-pages clean movielens obd
+.PHONY: help reproduce run test test-hermetic test-papers test-slow test-batch test-faults test-scale test-range test-slurm bench-scale tracking-server test-experiments test-install test-cluster bench-orchestration bench-tuners lint bench report check-pages clean movielens obd
 
 # An editable install: setuptools' import finder maps sweeper_tasks to tasks/ (setup.py); the
 # checkout itself is not put on sys.path, so a tasks.py beside the user shadows nothing of ours.
@@ -26,6 +26,9 @@ test: $(STAMP)  ## the test suite (slow-marked reproductions excluded)
 	$(BIN)/python -m ruff check .
 	$(BIN)/python -m pytest -q $(ARGS)
 
+test-hermetic: $(STAMP)  ## the default suite from a hostile shell: MLFLOW_*, RAY_*, SWEEPER_DATA_DIR, PYTHONPATH set, a tasks.py beside it
+	$(BIN)/python -m tests.hermetic $(ARGS)
+
 test-papers: $(STAMP)  ## the published numbers against the papers' text (PAPERS=dir of the papers' .txt)
 	@test -d "$(PAPERS)" || { echo "make test-papers: no papers at PAPERS=$(PAPERS); set PAPERS=<directory of the papers' text files>" >&2; exit 2; }
 	SWEEPER_PAPERS_DIR="$(abspath $(PAPERS))" $(BIN)/python -m pytest -q -m papers $(ARGS)
@@ -36,8 +39,8 @@ test-slow: $(STAMP)  ## only the slow-marked reproductions
 test-install: $(STAMP)  ## build the wheel, install it (core; orchestrator) in fresh venvs, run it elsewhere
 	$(BIN)/python -m pytest -q -m slow tests/test_install.py $(ARGS)
 
-test-cluster: $(STAMP)  ## a real `ray start` head + worker and `ray job submit`; fake autoscaling; the printed MLflow UI link in Chromium (slow)
-	$(BIN)/python -m pytest -q -m slow tests/test_cluster_submit.py tests/test_cluster_autoscale.py tests/test_ui_link.py $(ARGS)
+test-cluster: $(STAMP)  ## a real `ray start` head + worker and `ray job submit`; fake autoscaling; the printed MLflow UI link in Chromium; the servers locked to their owner (slow)
+	$(BIN)/python -m pytest -q -m slow tests/test_cluster_submit.py tests/test_cluster_autoscale.py tests/test_ui_link.py tests/test_servers_locked.py $(ARGS)
 
 test-batch: $(STAMP)  ## every cell of ablation and candidates batched = alone, to the last digit (slow; main is in `make test`)
 	$(BIN)/python -m pytest -q -m slow tests/test_batch.py $(ARGS)
@@ -111,4 +114,4 @@ help:  ## every target, with what it does
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:[^#]*## /\t/' | expand -t 20
 
 clean:
-	rm -rf $(VENV) $(OLDEST) outputs multirun mlflow.db mlflow.db.lock mlartifacts reports
+	rm -rf $(VENV) $(OLDEST) .venv-mlflow2 outputs multirun mlflow.db mlflow.db.lock mlartifacts reports

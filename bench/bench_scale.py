@@ -154,6 +154,47 @@ def restarts(cells: int, work: Path) -> dict[str, float]:
                             if line.startswith("The MLflow store failed")), "")}  # fmt: skip
 
 
+def fsync_cost(cells: int, repeats: int, work: Path) -> list[tuple[str, float]]:
+    """Direct writes of ``cells`` toy cells into the server on PostgreSQL with ``fsync`` on
+    (how sweeper.servers runs it) and off, alternated ``repeats`` times in one cluster
+    (``ALTER SYSTEM`` and a reload, so both see the same machine and load): (setting, cells/s)
+    of each sweep, in the order run."""
+    rates = []
+    with postgres(work / "pg-fsync") as backend, mlflow_server(backend, work / "art-fs") as uri:
+        engine = sa.create_engine(backend, isolation_level="AUTOCOMMIT")
+        direct = [f"tracking.database={backend}", f"tracking.artifacts_destination={work}/art-fs"]
+        for i in range(repeats):
+            for setting in ("on", "off"):
+                with engine.connect() as connection:
+                    connection.execute(sa.text(f"alter system set fsync = {setting}"))
+                    connection.execute(sa.text("select pg_reload_conf()"))
+                    time.sleep(1)
+                    shown = connection.execute(sa.text("show fsync")).scalar()
+                assert shown == setting, f"fsync is {shown}, not {setting}"
+                run = sweep(uri, cells, f"fsync{setting}{i}", work, *direct)
+                rates.append((setting, run["rate"]))
+        engine.dispose()
+    return rates
+
+
+def fsync_text(cells: int, rates: list[tuple[str, float]]) -> list[str]:
+    on = [r for s, r in rates if s == "on"]
+    off = [r for s, r in rates if s == "off"]
+    ratio = statistics.median(on) / statistics.median(off)
+    return [
+        f"Direct writes of {cells} toy cells into `mlflow server` on PostgreSQL, `fsync` on "
+        "(sweeper.servers' setting) and off, alternated in one cluster (ALTER SYSTEM and a "
+        "reload), the driver's own cells/s:",
+        "",
+        "| fsync | cells/s (median) | each sweep, in order |",
+        "|---|---|---|",
+        f"| on | {statistics.median(on):.1f} | {', '.join(f'{r:.0f}' for r in on)} |",
+        f"| off | {statistics.median(off):.1f} | {', '.join(f'{r:.0f}' for r in off)} |",
+        "",
+        f"fsync on / off: {ratio:.2f}x the rate.",
+    ]
+
+
 def report_time(uri: str, name: str, cwd: Path) -> float:
     """Wall seconds of ``python -m sweeper.report`` on the experiment."""
     command = [sys.executable, "-m", "sweeper.report", name, "--tracking-uri", uri,
@@ -169,8 +210,20 @@ def main() -> None:
     parser.add_argument("--resume", type=int, default=50_000, help="cells of the resume check")
     parser.add_argument("--repeats", type=int, default=3, help="sweeps per direct-writes rate")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "scale.md")
+    parser.add_argument("--fsync", action="store_true",
+                        help="only fsync's cost (bench/results/scale_fsync.md)")  # fmt: skip
     args = parser.parse_args()
     bench = Bench(libraries=("mlflow", "ray", "sqlalchemy", "psycopg"), busy=os.cpu_count() or 1)
+    if args.fsync:
+        with tempfile.TemporaryDirectory(prefix="sweeper-pg-") as tmp:
+            Path(tmp).chmod(0o755)  # PostgreSQL's user must reach its directory inside
+            lines = fsync_text(args.cells, fsync_cost(args.cells, args.repeats, Path(tmp)))
+        out = args.out.with_name("scale_fsync.md")
+        bench.write(
+            out, "# PostgreSQL's fsync and the driver's rate (bench_scale.py --fsync)", lines
+        )
+        print("\n".join(lines))
+        return
     rows, memory, resumes = [], [], []
     with tempfile.TemporaryDirectory(prefix="sweeper-pg-") as tmp:  # postgres reaches it
         work = Path(tmp)

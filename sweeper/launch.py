@@ -357,12 +357,16 @@ def init_ray(launcher: Mapping[str, Any]) -> None:
     """Join the cluster at ``launcher.address`` (or $RAY_ADDRESS), else start an embedded one.
 
     ``address="local"`` always starts a new instance, so a stale ``/tmp/ray`` session file
-    of a dead cluster is never joined by accident. A cluster that does not answer, or one
-    where no node has ``launcher.cpus_per_cell`` CPUs, is refused in seconds.
+    of a dead cluster is never joined by accident, listening on 127.0.0.1 only (its GCS,
+    raylet, workers and agents: no other machine can reach an embedded Ray). A cluster that
+    does not answer, or one where no node has ``launcher.cpus_per_cell`` CPUs, is refused in
+    seconds.
     """
+    address = launcher.get("address") or os.environ.get("RAY_ADDRESS") or "local"
+    if address == "local":  # Ray's single-machine mode (its default on macOS): loopback
+        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # read when ray is imported
     import ray
 
-    address = launcher.get("address") or os.environ.get("RAY_ADDRESS") or "local"
     _check_reachable(str(address))
     if ray.is_initialized():
         return

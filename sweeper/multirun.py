@@ -16,14 +16,25 @@ cells logged as they finish, resume and failure isolation.
   ``experiment.*``, ``tracking.*``, ``launcher.*``, ``sweep.*``) cannot be an axis of one
   sweep (a sweep has one experiment, one store, one launcher): the jobs are split into one
   sweep per value, run one after another on the same Ray instance.
+
+Hydra writes the multirun's config (``multirun.yaml``, the command line's URIs included) into
+``hydra.sweep.dir`` before the launcher runs. conf/config.yaml puts that in a new directory
+only this user can enter (:func:`private_sweep_dir`, mode 0700), and the launcher removes it
+as soon as it starts (:func:`settle_sweep_dir`; the sweeps' parent runs keep the config, with
+passwords redacted): a sweep killed with ``kill -9`` leaves no copy behind, and a directory a
+killed process left before that is removed by the next multirun.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
+import shutil
 import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
@@ -32,6 +43,8 @@ from sweeper.configs import ConfigSearch
 from sweeper.errors import StoreFailed
 from sweeper.grid import Composer, pin_blocks
 from sweeper.store.failures import damaged
+from sweeper.process import pid_alive
+from sweeper.settings import redact
 from sweeper.store.lock import StoreBusy
 from sweeper.command import resume_lines
 from sweeper.sweep import (
@@ -58,6 +71,51 @@ class MultirunSweep:
     overrides: list[str]
     grid: list[dict[str, list[Any]]]
     jobs: list[int]
+
+
+SWEEP_DIR_PREFIX = "sweeper-multirun-"
+_SWEEP_DIR: list[str] = []  # this process's, made once
+
+
+def private_sweep_dir() -> str:
+    """``hydra.sweep.dir`` (conf/config.yaml's resolver ``sweeper.sweep_dir``): a new directory
+    under ``$TMPDIR`` that only this user can enter (``tempfile.mkdtemp``, mode 0700), the same
+    one for every resolution in this process. The directories of dead processes of this user
+    are removed first."""
+    if not _SWEEP_DIR:
+        _remove_stale_sweep_dirs(Path(tempfile.gettempdir()))
+        prefix = f"{SWEEP_DIR_PREFIX}{os.getpid()}-"
+        _SWEEP_DIR.append(tempfile.mkdtemp(prefix=prefix))
+    return _SWEEP_DIR[0]
+
+
+def _remove_stale_sweep_dirs(parent: Path) -> None:
+    for path in parent.glob(f"{SWEEP_DIR_PREFIX}*"):
+        pid = path.name.removeprefix(SWEEP_DIR_PREFIX).split("-", 1)[0]
+        try:
+            mine = path.is_dir() and path.stat().st_uid == os.getuid()
+        except OSError:
+            continue
+        if mine and (not pid.isdigit() or not pid_alive(int(pid))):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def settle_sweep_dir(path: Path) -> None:
+    """Leave no multirun config behind in ``hydra.sweep.dir``: this tool's own temporary
+    directory (:data:`SWEEP_DIR_PREFIX`) is removed; a directory the user chose
+    (``hydra.sweep.dir=...``) keeps its YAML files, their credentials redacted, mode 0600."""
+    path = Path(path)
+    if path.name.startswith(SWEEP_DIR_PREFIX):
+        shutil.rmtree(path, ignore_errors=True)
+        return
+    for file in path.glob("**/*.yaml") if path.is_dir() else []:
+        file.chmod(0o600)
+        text = file.read_text()
+        if redact(text) != text:
+            file.write_text(redact(text))
+
+
+OmegaConf.register_new_resolver("sweeper.sweep_dir", private_sweep_dir, replace=True)
 
 
 def override_key(override: str) -> str:

@@ -15,6 +15,12 @@ password in its environment, never on its command line (which every local user c
 and ``python -m sweeper.servers`` prints the database URI without it, to be used with
 ``PGPASSFILE=DIR/pgpass``. A cluster an older sweeper made with trust authentication gets
 the password and loses trust when it is next started.
+``python -m sweeper.servers`` also locks its server (MLflow's basic authentication,
+:mod:`sweeper.server_auth`) and holds ``DIR/server.pid`` locked for its whole life: started
+again on the same directory while it runs (a recipe run twice), it starts nothing and says
+which process serves it. The server process runs with umask 077, so what it creates (the
+users' database, a sqlite store, uploaded artifacts) only its user can read. PostgreSQL runs
+with its defaults for durability (``fsync`` on: a committed batch survives a power cut).
 Everything started here is stopped by its process id (the server's whole process group),
 also when the caller fails.
 """
@@ -22,6 +28,7 @@ also when the caller fails.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import glob
 import os
 import pwd
@@ -39,6 +46,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote, unquote, urlparse
 
+from sweeper.server_auth import ServerAuth, install_credentials, server_auth
 from sweeper.settings import CREDENTIALS
 
 START_TIMEOUT_S = 180.0
@@ -115,7 +123,7 @@ def pg_start(directory: Path, port: int) -> str:
     password = pg_password(directory)
     if not (data / "PG_VERSION").exists():
         _initdb(binaries, data, password)
-    options = f"-c listen_addresses=127.0.0.1 -p {port} -k {data} -c fsync=off"
+    options = f"-c listen_addresses=127.0.0.1 -p {port} -k {data}"
     _run(_as_postgres([*_pg_ctl(directory), "-o", options, "-w", "start"]), "pg_ctl start")
     client = {**os.environ, "PGPASSFILE": str(pg_passfile(directory))}
     client.pop("PGPASSWORD", None)  # the file is what the URI gives everyone else too
@@ -166,7 +174,7 @@ def _initdb(binaries: Path, data: Path, password: str) -> None:
             user = pwd.getpwnam("postgres")
             os.chown(pwfile, user.pw_uid, user.pw_gid)
         _run(_as_postgres([str(binaries / "initdb"), "-D", str(data), "-U", ROLE,
-                           "--auth=scram-sha-256", f"--pwfile={pwfile}", "--no-sync"]),
+                           "--auth=scram-sha-256", f"--pwfile={pwfile}"]),
              "initdb")  # fmt: skip
     finally:
         pwfile.unlink(missing_ok=True)
@@ -269,19 +277,29 @@ def wait_until_healthy(uri: str, process: subprocess.Popen, timeout_s: float) ->
 
 
 def start_mlflow_server(
-    backend_uri: str, artifacts: Path, port: int | None = None, workers: int = 4
+    backend_uri: str,
+    artifacts: Path,
+    port: int | None = None,
+    workers: int = 4,
+    auth: ServerAuth | None = None,
 ) -> tuple[subprocess.Popen, str]:
     """Start ``mlflow server`` on 127.0.0.1 (artifacts served through it); the process
-    (leader of its own group) and its URI, once it answers. A password in ``backend_uri``
-    goes to the server in its environment (``PGPASSWORD``), not on its command line."""
+    (leader of its own group, umask 077) and its URI, once it answers. A password in
+    ``backend_uri`` goes to the server in its environment (``PGPASSWORD``), not on its
+    command line; so does ``auth`` (MLflow's basic authentication), when given."""
     port = port or free_port()
     backend_uri, password = without_password(backend_uri)
-    env = {**os.environ, "PGPASSWORD": password} if password is not None else None
+    env = {**os.environ, **({"PGPASSWORD": password} if password is not None else {})}
+    app = []
+    if auth is not None:
+        env.update(auth.server_env())
+        app = ["--app-name", "basic-auth"]
     process = subprocess.Popen(
         [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
          "--workers", str(workers), "--backend-store-uri", backend_uri,
-         "--artifacts-destination", str(artifacts)],
+         "--artifacts-destination", str(artifacts), *app],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, env=env,
+        umask=0o077,
     )  # fmt: skip
     uri = f"http://127.0.0.1:{port}"
     try:
@@ -318,10 +336,14 @@ def stop(process: subprocess.Popen, timeout_s: float = 20) -> None:
 
 @contextmanager
 def mlflow_server(
-    backend_uri: str, artifacts: Path, workers: int = 4, port: int | None = None
+    backend_uri: str,
+    artifacts: Path,
+    workers: int = 4,
+    port: int | None = None,
+    auth: ServerAuth | None = None,
 ) -> Iterator[str]:
     """An ``mlflow server`` for the ``with`` block; yields its URI."""
-    process, uri = start_mlflow_server(backend_uri, artifacts, port=port, workers=workers)
+    process, uri = start_mlflow_server(backend_uri, artifacts, port, workers, auth)
     try:
         yield uri
     finally:
@@ -337,10 +359,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pg-port", type=int, default=None, help="PostgreSQL's (default: free)")
     args = parser.parse_args(argv)
     args.dir.mkdir(parents=True, exist_ok=True)
+    holder = hold_pid_file(args.dir)
+    if isinstance(holder, str):
+        print(f"a tracking server of {args.dir} already runs ({holder}): nothing started")
+        return 0
     try:
+        auth = server_auth(args.dir)
         with (
             postgres(args.dir, args.pg_port) if args.postgres else _sqlite(args.dir) as backend,
-            mlflow_server(backend, args.dir / "artifacts", args.workers, args.port) as uri,
+            mlflow_server(backend, args.dir / "artifacts", args.workers, args.port, auth) as uri,
         ):
             database, password = without_password(backend)
             passfile = f"PGPASSFILE={pg_passfile(args.dir)} " if password is not None else ""
@@ -348,7 +375,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"MLFLOW_TRACKING_URI={uri}   (backend {database}); Ctrl-C stops\n"
                 f"sweep into it with: {passfile}python -m sweeper ... tracking.uri={uri} "
                 f"tracking.database={database} "
-                f"tracking.artifacts_destination={(args.dir / 'artifacts').resolve()}",
+                f"tracking.artifacts_destination={(args.dir / 'artifacts').resolve()}\n"
+                f"{install_credentials(auth)}",
                 flush=True,
             )
             signal.signal(signal.SIGTERM, signal.default_int_handler)
@@ -360,6 +388,26 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     return 0
+
+
+PID_FILE = "server.pid"
+
+
+def hold_pid_file(directory: Path) -> int | str:
+    """Lock ``directory/server.pid`` for this process's life (``fcntl.flock``, dropped by the
+    OS when it dies, ``kill -9`` included) and write this process's id into it; the open
+    descriptor, or, when another process holds it, what the file says of that process."""
+    path = Path(directory) / PID_FILE
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        found = os.pread(descriptor, 64, 0).decode(errors="replace").strip()
+        os.close(descriptor)
+        return f"process {found or '(starting)'}, {path}"
+    os.ftruncate(descriptor, 0)
+    os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
+    return descriptor
 
 
 @contextmanager

@@ -1,9 +1,11 @@
-"""Shared fixtures: Hydra composition of the real conf/, a temporary MLflow store, Ray."""
+"""Shared fixtures: Hydra composition of the real conf/, a temporary MLflow store, Ray; and a
+test session that does not depend on the shell it runs in (:func:`pytest_configure`)."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +15,27 @@ from omegaconf import DictConfig
 
 from sweeper.paths import CONF_DIR
 from sweeper.store.parent import SweepRun
+
+SHELL_PREFIXES = ("MLFLOW_", "RAY_")
+"""Variables a researcher's shell sets for MLflow and Ray (``MLFLOW_TRACKING_URI``,
+``MLFLOW_EXPERIMENT_NAME``, ``MLFLOW_RUN_ID``, ``RAY_ADDRESS``, ``RAY_AUTH_MODE``, ...)."""
+SHELL_VARIABLES = ("SWEEPER_DATA_DIR", "PYTHONPATH", "HYDRA_FULL_ERROR")
+"""And the tool's, Python's and Hydra's own (a data directory, a research repository on the
+path, tracebacks instead of the one-paragraph errors the tests read)."""
+
+
+def pytest_configure(config: pytest.Config) -> None:  # noqa: ARG001 - pytest's hook
+    """Make the session hermetic (issue #37, item 3): the variables of
+    :data:`SHELL_PREFIXES` and :data:`SHELL_VARIABLES` are removed from this process's
+    environment, which every subprocess of a test inherits, and ``$PYTHONPATH``'s entries from
+    ``sys.path``; a test that needs one sets it itself. ``make test-hermetic`` runs the suite
+    with each set to a hostile value, from a directory holding a ``tasks.py`` and a
+    ``tasks/`` package."""
+    path = os.environ.get("PYTHONPATH", "")
+    for name in [n for n in os.environ if n.startswith(SHELL_PREFIXES) or n in SHELL_VARIABLES]:
+        del os.environ[name]
+    entries = {os.path.abspath(p) for p in path.split(os.pathsep) if p}
+    sys.path[:] = [p for p in sys.path if not p or os.path.abspath(p) not in entries]
 
 
 @pytest.fixture

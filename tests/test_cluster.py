@@ -103,8 +103,22 @@ def test_cluster_local_yaml_is_a_valid_on_premises_config_with_token_data_and_pa
         assert "SWEEPER_DATA_DIR=" in command and "/venv/bin/ray start" in command
     token_path = ray_starts[0].split("RAY_AUTH_TOKEN_PATH=")[1].split()[0]
     assert token_path in config["file_mounts"], "the token is copied to every node"
-    (server,) = [c for c in config["head_start_ray_commands"] if "mlflow server" in c]
-    assert "--host 127.0.0.1" in server, "no authentication: the server answers only locally"
+    (server,) = [c for c in config["head_start_ray_commands"] if "sweeper.servers" in c]
+    assert "pgrep" not in server, "another user's server must not stop this one from starting"
+
+
+def test_no_recipe_opens_ray_or_its_dashboard_to_every_interface():
+    """Issue #41, item 5: the recipes' dashboards (and Ray's job API behind them) listened on
+    0.0.0.0; Ray's default is the head's 127.0.0.1, reached through ``ray dashboard``."""
+    from pathlib import Path
+
+    import yaml
+
+    root = Path(__file__).resolve().parent.parent
+    for name in ("cluster.yaml", "cluster-local.yaml"):
+        config = yaml.safe_load((root / name).read_text())
+        commands = config["head_start_ray_commands"] + config["worker_start_ray_commands"]
+        assert not [c for c in commands if "0.0.0.0" in c], name
 
 
 def test_no_cell_runs_beside_the_database_and_no_recipe_trusts_every_local_user():

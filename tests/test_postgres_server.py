@@ -132,18 +132,24 @@ def test_a_cluster_made_with_trust_authentication_requires_a_password_once_start
             assert "no password supplied" in _connects(without_password(uri)[0])
 
 
-def test_the_tracking_server_command_prints_no_password_and_its_settings_work(tmp_path):
+def test_the_tracking_server_command_prints_no_password_and_its_settings_work(
+    tmp_path, monkeypatch
+):
     """`make tracking-server` (python -m sweeper.servers --postgres): the settings it prints
     reach the database with PGPASSFILE, the password is in neither its output nor any
-    process's command line (the mlflow server's included), and SIGTERM stops it."""
+    process's command line (the mlflow server's included), and SIGTERM stops it. Its
+    MLflow credentials (basic auth) go into this test's own $HOME/.mlflow."""
     from mlflow import MlflowClient
 
+    from sweeper.server_auth import read_credentials
     from sweeper.servers import pg_password
 
+    env = {**os.environ, "HOME": str(tmp_path)}
     with tempfile.TemporaryDirectory(prefix="sweeper-pg-") as pg:
         server = subprocess.Popen(
             [sys.executable, "-m", "sweeper.servers", "--postgres", "--dir", pg],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+            env=env,
         )  # fmt: skip
         try:
             printed = [server.stdout.readline(), server.stdout.readline()]
@@ -159,6 +165,9 @@ def test_the_tracking_server_command_prints_no_password_and_its_settings_work(tm
             database = settings["tracking.database"]
             assert "no password supplied" in _connects(database)
             assert _connects(database, passfile=settings["PGPASSFILE"]) == "ok"
+            user, secret = read_credentials(tmp_path / ".mlflow" / "credentials")
+            monkeypatch.setenv("MLFLOW_TRACKING_USERNAME", user)
+            monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", secret)
             client = MlflowClient(settings["tracking.uri"])  # the server reaches the database
             assert client.get_experiment(client.create_experiment("reached")).name == "reached"
         finally:

@@ -11,7 +11,6 @@ through the driver (one Ray start, one parent run, streaming, resumable).
 
 # No `from __future__ import annotations`: Hydra's plugin scan executes this module without
 # registering it in sys.modules, where dataclasses look string annotations up.
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,12 +36,6 @@ ConfigStore.instance().store(
 register_schema()  # the sweep's settings, typed (conf/config.yaml's first default)
 
 
-def _remove_sweep_dir(path: Path) -> None:
-    """Remove the temporary ``hydra.sweep.dir`` of conf/config.yaml (and nothing else)."""
-    if path.name.startswith("sweeper-multirun-") and path.is_dir():
-        shutil.rmtree(path, ignore_errors=True)
-
-
 class SweeperLauncher(Launcher):
     """Runs a multirun's jobs as sweeps of the sweeper driver (no per-job task call)."""
 
@@ -59,14 +52,16 @@ class SweeperLauncher(Launcher):
         self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int
     ) -> Sequence[JobReturn]:
         from sweeper.configs import compose
-        from sweeper.multirun import run_multirun
+        from sweeper.multirun import run_multirun, settle_sweep_dir
 
         setup_globals()
         HydraConfig.instance().set_config(self.config)  # its hydra.searchpath, for compose
-        try:
+        sweep_dir = Path(self.config.hydra.sweep.dir)
+        settle_sweep_dir(sweep_dir)  # the basic sweeper's multirun.yaml: the parent runs
+        try:  # keep the config
             statuses = run_multirun(job_overrides, compose)
-        finally:  # the basic sweeper's multirun.yaml: the parent runs keep the config
-            _remove_sweep_dir(Path(self.config.hydra.sweep.dir))
+        finally:
+            settle_sweep_dir(sweep_dir)
         return [
             JobReturn(
                 overrides=list(overrides),
