@@ -19,7 +19,18 @@ from functools import cached_property
 from typing import Any
 
 ORCHESTRATION_KEYS = frozenset(
-    {"tracking", "launcher", "sweep", "seeds", "experiment", "rerun", "report", "hydra", "dry_run"}
+    {
+        "tracking",
+        "launcher",
+        "sweep",
+        "seeds",
+        "experiment",
+        "rerun",
+        "report",
+        "hydra",
+        "dry_run",
+        "baseline",
+    }
 )
 """Top-level config keys that describe how to run a sweep, not what a cell computes."""
 

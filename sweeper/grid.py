@@ -24,7 +24,15 @@ from typing import Any, overload
 
 from omegaconf import DictConfig, OmegaConf
 
-from sweeper.cells import ORCHESTRATION_KEYS, TASK_KEY, Cell, Variation, cell_key
+from sweeper.cells import (
+    ORCHESTRATION_KEYS,
+    TASK_KEY,
+    Cell,
+    Variation,
+    canonical_json,
+    cell_key,
+    select,
+)
 from sweeper.configs import ConfigSearch
 from sweeper.errors import SweepError, whole_number
 from sweeper.seeds import seed_count
@@ -234,6 +242,18 @@ class Grid(Sequence[Cell]):
         cell.__dict__["key"] = self.keys[i]  # Cell.key is a cached_property: hashed once
         return cell
 
+    def values_of(self, key: str) -> list[Any]:
+        """The distinct values the grid's cells take at dotted ``key`` (a group: its options'
+        names), in grid order, read from the blocks without building a cell."""
+        found: list[Any] = []
+        for block in self._blocks:
+            if key in block.axes:
+                values = block.values[block.axes.index(key)]
+            else:
+                values = tuple(_value_at(config, key) for config, _ in block.configs)
+            found += [v for v in values if not any(_equal(v, f) for f in found)]
+        return found
+
     def where(self, keep: Callable[[str], bool]) -> Grid:
         """The cells whose key ``keep`` accepts, in order (no cell is built)."""
         return self._view(i for i, key in enumerate(self.keys) if keep(key))
@@ -243,6 +263,16 @@ class Grid(Sequence[Cell]):
         positions = array("q", (self._positions[i] for i in indices))
         keys = [self.keys[i] for i in indices]
         return Grid(self._blocks, positions, keys, self.groups, self.varying)
+
+
+def _value_at(config: Mapping[str, Any], key: str) -> Any:
+    """A group's option name (its node's ``name``), else the value at dotted ``key``."""
+    value = select(config, key)
+    return value.get("name") if isinstance(value, Mapping) else value
+
+
+def _equal(a: Any, b: Any) -> bool:
+    return canonical_json({"v": a}) == canonical_json({"v": b})
 
 
 def task_of(cfg: DictConfig) -> Task:

@@ -35,7 +35,9 @@ from sweeper.grid import Composer, pin_blocks
 from sweeper.store.lock import StoreBusy
 from sweeper.sweep import EXIT_STORE_BUSY, EXIT_STORE_FAILED, SweepResult, run_sweep
 
-SWEEP_LEVEL = ("exp", "task", "seeds", "rerun", "experiment", "tracking", "launcher", "sweep")
+SWEEP_LEVEL = (
+    "exp", "task", "seeds", "rerun", "experiment", "tracking", "launcher", "sweep", "baseline",
+)  # fmt: skip
 """Keys (and prefixes of dotted keys) that say how a sweep runs, not what a cell computes."""
 
 EXIT_CODES: list[int] = []

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple, TextIO
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from sweeper import settings
+from sweeper import baseline, settings
 from sweeper.adaptive import AdaptiveSeeds
 from sweeper.cells import Cell, canonical_json
 from sweeper.dryrun import dry_run
@@ -139,8 +139,8 @@ def run_sweep(
     cells = expand(cfg, compose, cli_overrides)
     if len(cells) > settings.max_cells(cfg):
         raise settings.too_many(f"this sweep has {len(cells):,} cells", settings.max_cells(cfg))
+    comparison = _comparison(cfg, cells, compose, cli_overrides)
     validate(cells)
-    _check_budget(cfg)
     if cfg.get("dry_run"):
         dry_run(cfg, cells, out)
         return SweepResult(str(cfg.experiment.name), "", len(cells), 0)
@@ -151,7 +151,7 @@ def run_sweep(
         uri, name, task_of(cfg), cfg.tracking.get("artifacts_destination"), command,
         patience_of(cfg), Say(out),
     ) as store:  # fmt: skip
-        return _sweep(cfg, store, name, cells, cli_overrides, started, out)
+        return _sweep(cfg, store, name, cells, cli_overrides, started, out, comparison)
 
 
 class Say:
@@ -172,6 +172,7 @@ def _sweep(
     cli_overrides: Sequence[str],
     started: float,
     out: TextIO,
+    comparison: Comparison,
 ) -> SweepResult:
     """What is done, Ray, the parent run, then :func:`_drive`; holding the store."""
     done = store.done(cells)
@@ -216,7 +217,7 @@ def _sweep(
             file=out,
         )
     try:
-        return _drive(cfg, store, cells, todo, done, result, started, out)
+        return _drive(cfg, store, cells, todo, done, result, started, out, comparison)
     except BaseException as err:  # never leave the sweep RUNNING, whatever stopped it
         store.abandon("KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED")
         raise
@@ -231,13 +232,16 @@ def _drive(
     result: SweepResult,
     started: float,
     out: TextIO,
+    comparison: Comparison,
 ) -> SweepResult:
     """Dispatch ``todo``, record the outcomes in batches as they arrive, close the store's
     sweep. The driver keeps counts and keys, not rows: the rows go to the sweep's table."""
     rerun = settings.rerun(cfg)
     result.load_table = lambda columns=None: store.table(cells.keys, columns)
     _say_start(cfg, result, todo, done, rerun and bool(done.finished), out)
-    source = _source(cfg, store, cells, todo, rerun)
+    if comparison.note:
+        print(f"  {comparison.note}", file=out)
+    source = _source(cfg, store, cells, todo, rerun, comparison)
     adaptive = isinstance(source, AdaptiveSeeds)
     progress = Progress(source.cells_left() if adaptive else len(todo), out)
     recorder = store.recorder(progress)
@@ -312,20 +316,91 @@ def _drive(
     return result
 
 
-def _check_budget(cfg: DictConfig) -> None:
-    """A seed budget needs the family's compare, reference and lead (bad input, exit 2)."""
+class Comparison(NamedTuple):
+    """The compared axis of a sweep, the grid's baseline value (None: none set, or the
+    command line kept no cell of it) and what to say about it."""
+
+    axis: str | None
+    baseline: Any
+    note: str = ""
+
+
+def _comparison(
+    cfg: DictConfig, cells: Grid, compose: Composer, cli_overrides: Sequence[str]
+) -> Comparison:
+    """The sweep's baseline (sweeper/baseline.py), checked before anything runs. Bad input
+    (exit status 2): a baseline the command line names that is not in the grid, an
+    experiment's baseline that its own grid lacks, a seed budget without one in the grid. An
+    experiment's baseline that the command line narrowed away (``+exp=main tuner=op``, or
+    ``-m +exp=main tuner=op,tl``) is only said: such a sweep has no paired comparison."""
     task = task_of(cfg)
-    if budget_of(cfg) is not None and not (task.compare and task.reference and task.lead):
+    config = {k: OmegaConf.to_container(cfg[k], resolve=True) if OmegaConf.is_config(cfg[k])
+              else cfg[k] for k in ("baseline", "report") if k in cfg}  # fmt: skip
+    axis = baseline.compared_axis(config, task.compare)
+    wanted = baseline.baseline_of(config, legacy_task={})
+    budget = budget_of(cfg)
+    if budget is not None and not task.lead:
         raise SweepError(
-            f"seeds={{until: decided, ...}} pairs each option of the task block's compare "
-            f"axis with its reference on its lead metric; task {task.name} sets compare="
-            f"{task.compare}, reference={task.reference}, lead={task.lead}: give it all three "
-            "or use a number of seeds (seeds=20)"
+            f"seeds={{until: decided, ...}} compares the family's lead metric, and task "
+            f"{task.name} declares none: set task.lead, or use a number of seeds (seeds=20)"
         )
+    if axis is None:
+        if wanted is not None or budget is not None:
+            raise SweepError(
+                f"{'baseline=' + str(wanted) if wanted is not None else 'a seed budget'} needs "
+                f"an axis to compare along, and task {task.name} has none: set task.compare "
+                "(the family's file) or report.paired.axis (the experiment's)"
+            )
+        return Comparison(None, None)
+    values = cells.values_of(axis)
+    if wanted is None:
+        if budget is not None:
+            raise baseline.required(axis, values, "seeds={until: decided, ...}")
+        return Comparison(axis, None)
+    labels = OmegaConf.select(cfg, f"report.axes.{axis}.labels")
+    labels = OmegaConf.to_container(labels, resolve=True) if labels is not None else None
+    narrowed = budget is None and not any(_override_key(o) == baseline.KEY for o in cli_overrides)
+    if narrowed and not any(baseline.matches(wanted, v, labels) for v in values):
+        declared = _declared_values(compose, cli_overrides, axis)
+        if any(baseline.matches(wanted, v, labels) for v in declared):
+            note = (
+                f"the experiment's baseline {wanted} is not among the {axis} options this "
+                "command line keeps: no paired comparison"
+            )
+            return Comparison(axis, None, note)
+    return Comparison(axis, baseline.check_in_grid(wanted, axis, values, labels))
+
+
+def _declared_values(compose: Composer, cli_overrides: Sequence[str], axis: str) -> list[Any]:
+    """The values of ``axis`` in the experiment as its file declares it (its ``sweep.grid``
+    and its default), before the command line narrowed it; [] for ad hoc cells."""
+    chosen = [o for o in cli_overrides if _override_key(o) == "exp"]
+    if not chosen:
+        return []
+    declared = compose(chosen)
+    grid = OmegaConf.select(declared, "sweep.grid")
+    blocks = OmegaConf.to_container(grid, resolve=True) if grid is not None else []
+    blocks = blocks if isinstance(blocks, list) else [blocks]
+    values = [v for b in blocks if isinstance(b, dict) for v in _as_list(b.get(axis))]
+    default = OmegaConf.select(declared, axis)
+    return [*values, default.get("name") if OmegaConf.is_dict(default) else default]
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else [] if value is None else [value]
+
+
+def _override_key(override: str) -> str:
+    return override.split("=", 1)[0].lstrip("+~")
 
 
 def _source(
-    cfg: DictConfig, store: SweepStore, cells: Grid, todo: Grid, rerun: bool
+    cfg: DictConfig,
+    store: SweepStore,
+    cells: Grid,
+    todo: Grid,
+    rerun: bool,
+    comparison: Comparison,
 ) -> Grid | AdaptiveSeeds:
     """The cells to run: ``todo``, or, for a seed budget (sweeper/seeds.py), the cells that
     seeds until decided asks for as outcomes arrive (sweeper/adaptive.py), knowing the lead
@@ -339,7 +414,8 @@ def _source(
     if table is not None and lead in table:
         rows = table[table["status"] == "FINISHED"]
         finished = dict(zip(rows["cell_key"], rows[lead].astype(float), strict=True))
-    return AdaptiveSeeds(cells, budget, store.task, finished)
+    assert comparison.axis is not None  # _comparison requires a baseline for a budget
+    return AdaptiveSeeds(cells, budget, store.task, finished, comparison.axis, comparison.baseline)
 
 
 def _lead_of(outcome: Outcome, lead: str | None) -> float | None:

@@ -299,7 +299,7 @@ def test_a_missing_store_is_a_clear_error(tmp_path, monkeypatch):
 
 
 def test_an_unknown_reference_is_a_clear_error(uri, tmp_path):
-    with pytest.raises(ReportError, match="reference tuner 'op' has no cells"):
+    with pytest.raises(ReportError, match="baseline tuner .op. has no cells"):
         build_report("rep_main", tmp_path, uri, reference="op")
 
 

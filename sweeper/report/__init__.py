@@ -32,11 +32,12 @@ from typing import Any
 
 import pandas as pd
 
+from sweeper.baseline import baseline_of
 from sweeper.configs import ConfigSearch
 from sweeper.report import decisions, figures, html, publish, stats, tables
 from sweeper.report.axes import Axis, build_axes, restrict
 from sweeper.report.load import Loaded, ReportError, load_experiment
-from sweeper.report.spec import ReportSpec, parse, section_from_file
+from sweeper.report.spec import ReportSpec, file_config, parse, section_from_file
 from sweeper.store.tracking import resolve_uri
 from sweeper.ui import browse_hint
 
@@ -152,6 +153,22 @@ def report_section(loaded: Loaded, configs: ConfigSearch) -> dict[str, Any]:
     return section
 
 
+def report_baseline(
+    loaded: Loaded, configs: ConfigSearch, requested: str | None
+) -> tuple[Any, bool]:
+    """The baseline of the report's paired comparisons (sweeper/baseline.py) and whether it
+    was asked for: ``requested`` (``--baseline``), else the one the sweep ran with, else the
+    experiment file's, else what a sweep recorded before baselines existed
+    (``report.paired.reference``; its family's ``task.reference`` only as a default)."""
+    if requested is not None:
+        return requested, True
+    for config in (loaded.config, file_config(loaded.name, configs)):
+        found = baseline_of(config, legacy_task={})
+        if found is not None:
+            return found, True
+    return baseline_of(loaded.config), False
+
+
 def build_report(
     name: str,
     out: str | Path | None = None,
@@ -176,7 +193,8 @@ def build_report(
         loaded = restrict(loaded, where)
     if not len(loaded.cells):
         raise ReportError(f"experiment '{name}' at {uri} has no cell runs yet")
-    spec = parse(report_section(loaded, configs), reference, loaded.task)
+    baseline, explicit = report_baseline(loaded, configs, reference)
+    spec = parse(report_section(loaded, configs), baseline, loaded.task)
     published = find_published(_dotted_paths(loaded))
     cells, axes = build_axes(loaded, spec, published.display_names, published.axis_names)
     notes = list(loaded.notes)
@@ -216,9 +234,8 @@ def build_report(
             spec.paired_axis,
             spec.reference,
             spec.paired_metric,
-            explicit=reference is not None or spec.reference is not None,
+            explicit=explicit,
             where=spec.paired_where,
-            default=spec.default_reference,
         )
         built["paired"] = table
         notes += paired_notes

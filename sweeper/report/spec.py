@@ -57,7 +57,6 @@ class ReportSpec:
     optimum_published: list[PublishedChoice] | None = None
     figures: dict[str, Any] = field(default_factory=dict)
     task: Task = GENERIC
-    default_reference: str | None = None  # the family's, used when none is asked for
 
     @property
     def compare(self) -> str | None:
@@ -65,9 +64,9 @@ class ReportSpec:
         return self.task.compare
 
 
-def section_from_file(name: str, configs: ConfigSearch) -> dict[str, Any]:
-    """The ``report:`` section of the experiment file ``exp/NAME.yaml`` on the config search
-    path (a ``--config-dir``'s first), or {} when there is none."""
+def file_config(name: str, configs: ConfigSearch) -> dict[str, Any]:
+    """The experiment file ``exp/NAME.yaml`` on the config search path (a
+    ``--config-dir``'s first) as it is now, or {} when there is none."""
     path = configs.find("exp", name)
     if path is None:
         return {}
@@ -75,8 +74,12 @@ def section_from_file(name: str, configs: ConfigSearch) -> dict[str, Any]:
         loaded = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as err:
         raise ReportError(f"{path} is not valid YAML: {err}") from err
-    section = loaded.get("report") if isinstance(loaded, Mapping) else None
-    return dict(section or {})
+    return dict(loaded) if isinstance(loaded, Mapping) else {}
+
+
+def section_from_file(name: str, configs: ConfigSearch) -> dict[str, Any]:
+    """The ``report:`` section of the experiment file ``exp/NAME.yaml``, or {}."""
+    return dict(file_config(name, configs).get("report") or {})
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -128,7 +131,7 @@ def parse(
         )
     spec = ReportSpec(title=str(section.get("title") or ""), task=task)
     spec.paired_axis, spec.paired_metric = task.compare, task.lead
-    spec.optimum_metric, spec.default_reference = task.lead, task.reference
+    spec.optimum_metric = task.lead
     axes = section.get("axes") or {}
     if not isinstance(axes, Mapping):
         raise ReportError(f"report.axes maps config keys to {{name, labels}}, got {axes!r}")

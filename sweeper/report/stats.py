@@ -55,15 +55,13 @@ def paired_difference(differences: Sequence[float], level: float = 0.95) -> Pair
     return Paired(n, mean, mean - half, mean + half, p_value)
 
 
-def choose_reference(
-    axis: Axis, requested: str | None, explicit: bool, default: str | None = None
-) -> tuple[str, str]:
-    """The reference value (canonical) and a note when the default had to be replaced.
+def choose_reference(axis: Axis, wanted: str | None, explicit: bool) -> tuple[str, str]:
+    """The baseline value (canonical) and a note when it had to be chosen here.
 
-    ``requested`` wins; else the family's ``default``; an explicit request that matches no
-    cell is an error, a default that matches none falls back to the axis' first value.
+    An explicit baseline that matches no cell is an error; a default (a family's
+    ``task.reference`` in a sweep recorded before baselines existed) that matches none, or
+    no baseline at all, falls back to the axis' first value, said in the note.
     """
-    wanted = requested if requested is not None else default
     for value in axis.values:
         if wanted is None:
             break
@@ -71,18 +69,20 @@ def choose_reference(
             return value, ""
     if explicit:
         raise ReportError(
-            f"reference {axis.key} '{wanted}' has no cells in this experiment; choose one of "
-            f"{', '.join(axis.values)} (--reference)"
+            f"baseline {axis.key} '{wanted}' has no cells in this experiment; choose one of "
+            f"{', '.join(axis.values)} (--baseline)"
         )
     first = axis.values[0]
     if wanted is None:
         return first, (
-            f"paired statistics: {axis.label(first)} is the reference, the first {axis.key} "
-            "(set report.paired.reference or pass --reference)"
+            f"paired statistics: {axis.label(first)} is the baseline, the first {axis.key} "
+            "(set baseline: in the experiment, baseline= on the command line, or pass "
+            "--baseline)"
         )
     return first, (
         f"paired statistics: no {axis.key} '{wanted}' here, so {axis.label(first)} is the "
-        f"reference (set report.paired.reference or pass --reference)"
+        "baseline (set baseline: in the experiment, baseline= on the command line, or pass "
+        "--baseline)"
     )
 
 
@@ -94,13 +94,12 @@ def paired_table(
     metric: str,
     explicit: bool = False,
     where: Mapping[str, Any] | None = None,
-    default: str | None = None,
 ) -> tuple[Table, list[str]]:
     """Each value of ``axis_key`` against the reference, within every other-axes group
     (of the cells ``where`` selects)."""
     axis = require_axis(axes, axis_key, "report.paired")
     cells = filter_cells(cells, axes, where or {})
-    ref, note = choose_reference(axis, reference, explicit, default)
+    ref, note = choose_reference(axis, reference, explicit)
     notes = [note] if note else []
     keys = [
         a for a in axes if a.shown and a is not axis and (a.group or cells[a.column].nunique() > 1)
