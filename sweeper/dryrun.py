@@ -2,7 +2,8 @@
 
 It expands and validates the grid as a sweep does, then reads the store without writing
 to it (no Ray, no parent run, no lock; a store that does not exist yet is not created) and
-prints the grid's size by axis, how many of its cells the store holds FINISHED, and an
+prints the grid's size by axis, how many of its cells the store holds FINISHED (as resume
+counts them: the store's one reader, sweeper/store/reader.py), and an
 estimate of the time left: each cell to run costs the median duration of the FINISHED runs
 of its kind (the same group options, e.g. linucb/cdt/simulation) in the experiment, else of
 all of them, spread over the CPUs of the launcher.
@@ -22,7 +23,7 @@ from omegaconf import DictConfig
 from sweeper.grid import Grid
 from sweeper.progress import format_duration
 from sweeper.store.lock import sqlite_path
-from sweeper.store.tracking import resolve_uri, search_all
+from sweeper.store.reader import LEAN, Experiment, NotFound, read, resolve_uri
 
 
 def dry_run(cfg: DictConfig, cells: Grid, out: TextIO) -> None:
@@ -31,11 +32,11 @@ def dry_run(cfg: DictConfig, cells: Grid, out: TextIO) -> None:
     uri = resolve_uri(cfg.tracking.get("uri"))
     print(f"dry run of sweep '{name}' (nothing runs, nothing is written)", file=out)
     print(f"  {len(cells)} cells: {_by_axis(cells)}", file=out)
-    finished = _finished_runs(uri, name)
+    finished = _finished_runs(uri, name, cells)
     done = [cell for cell in cells if cell.key in finished]
     todo = [cell for cell in cells if cell.key not in finished]
     print(f"  {len(done)} already FINISHED in {uri}; {len(todo)} to run", file=out)
-    print(f"  {_estimate(todo, finished, _cpus(cfg))}", file=out)
+    print(f"  {_estimate(todo, done, finished, _cpus(cfg))}", file=out)
 
 
 def _by_axis(cells: Grid) -> str:
@@ -48,29 +49,48 @@ def _by_axis(cells: Grid) -> str:
     return " x ".join(f"{k} {len(v)}" for k, v in counts.items() if len(v) > 1) or "one setting"
 
 
-def _finished_runs(uri: str, experiment: str) -> dict[str, Any]:
-    """cell key -> a FINISHED run of the experiment; {} when the store or it does not exist."""
+def _finished_runs(uri: str, experiment: str, cells: Grid) -> dict[str, Any]:
+    """cell key -> its result when FINISHED, as resume sees it (the store's one reader,
+    sweeper/store/reader.py; a cell stored under its legacy key counts, as resume carries
+    it over); {} when the store or the experiment does not exist (nothing is created)."""
     path = sqlite_path(uri)
     if path is not None and not Path(path).is_file():
         return {}  # opening it would create it
-    from mlflow import MlflowClient
-
-    client = MlflowClient(tracking_uri=uri)
-    found = client.get_experiment_by_name(experiment)
-    if found is None:
+    try:
+        found = read(Experiment(uri, experiment), [*LEAN, "wall_s"]).finished()
+    except NotFound:
         return {}
-    runs = search_all(client, found.experiment_id, "attributes.status = 'FINISHED'")
-    return {r.data.tags["cell_key"]: r for r in runs if r.data.tags.get("cell_key")}
+    done = {key: found[key] for key in cells.keys if key in found}
+    for i, key in enumerate(cells.keys):
+        if key not in done and found:
+            legacy = cells[i].legacy_key
+            if legacy is not None and legacy in found:
+                done[key] = found[legacy]
+    return done
 
 
-def _estimate(todo: Sequence[Any], finished: dict[str, Any], cpus: int | None) -> str:
+def _duration(candidate: Any) -> float | None:
+    """A finished cell's seconds: its table row's ``wall_s``, else its run's span."""
+    row = candidate.row or {}
+    if row.get("wall_s") is not None:
+        return float(row["wall_s"])
+    run = candidate.run
+    if run is not None and run.info.end_time and run.info.start_time:
+        return (run.info.end_time - run.info.start_time) / 1000
+    return None
+
+
+def _estimate(
+    todo: Sequence[Any], done: Sequence[Any], finished: dict[str, Any], cpus: int | None
+) -> str:
     if not todo:
         return "nothing left to run"
     durations: dict[tuple[str, ...], list[float]] = defaultdict(list)
-    for run in finished.values():
-        if run.info.end_time and run.info.start_time:
-            kind = _kind(run.data.tags, todo[0].groups)
-            durations[kind].append((run.info.end_time - run.info.start_time) / 1000)
+    kinds_of = {cell.key: _kind(cell.tags, cell.groups) for cell in done}
+    for key, candidate in finished.items():
+        seconds = _duration(candidate)
+        if seconds is not None and key in kinds_of:
+            durations[kinds_of[key]].append(seconds)
     every = [d for ds in durations.values() for d in ds]
     if not every:
         return "time left: unknown (the store holds no finished run of this experiment yet)"

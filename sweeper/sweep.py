@@ -119,10 +119,12 @@ def sweep_key(keys: Sequence[str]) -> str:
 
 
 def run_sweep(
-    cfg: DictConfig, compose: Composer, cli_overrides: Sequence[str] = (), out: TextIO = sys.stdout
+    cfg: DictConfig, compose: Composer, cli_overrides: Sequence[str], out: TextIO = sys.stdout
 ) -> SweepResult:
     """Run the sweep ``cfg`` describes (steps 2-7 of docs/architecture.md): plan, open the
-    store, dispatch, record, close.
+    store, dispatch, record, close. ``cfg`` is ``compose(cli_overrides)`` (with, for ``-m``,
+    its grid replaced): the grid's cells are composed from the same overrides, so they are
+    given, never defaulted (``sweeper.run`` is the public way in).
 
     Raises ``ValueError`` (``SweepError``) for bad input before anything runs,
     :class:`~sweeper.errors.StoreBusy` when another driver writes into the store (or, on a
@@ -185,7 +187,7 @@ def _sweep(
         len(cells) - len(todo),
         resume_command=_command(cli_overrides),
         carried_over=done.carried,
-        task=store.task,
+        task=task_of(cfg),
         settings={c.key: c.setting for c in cells},
         experiment_id=store.experiment_id,
     )
@@ -408,14 +410,15 @@ def _source(
     budget = budget_of(cfg)
     if budget is None:
         return todo
-    lead = store.task.lead
+    task = task_of(cfg)
+    lead = task.lead
     finished: dict[str, float] = {}
     table = None if rerun or lead is None else store.table(cells.keys, [lead])
     if table is not None and lead in table:
         rows = table[table["status"] == "FINISHED"]
         finished = dict(zip(rows["cell_key"], rows[lead].astype(float), strict=True))
     assert comparison.axis is not None  # _comparison requires a baseline for a budget
-    return AdaptiveSeeds(cells, budget, store.task, finished, comparison.axis, comparison.baseline)
+    return AdaptiveSeeds(cells, budget, task, finished, comparison.axis, comparison.baseline)
 
 
 def _lead_of(outcome: Outcome, lead: str | None) -> float | None:

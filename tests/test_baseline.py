@@ -69,7 +69,7 @@ def test_the_docs_seed_budget_example_decides_on_smoke(tmp_path):
     assert "4 better" in done.stdout and "undecided" not in done.stdout, done.stdout[-3000:]
     assert re.search(r"^60 finished, 0 failed, 0 skipped of 240 cells", done.stdout, re.M)
     paired = _paired(store, tmp_path)
-    assert set(paired["reference"]) == {"Theory"}
+    assert set(paired["baseline_label"]) == {"Theory"}
     assert (paired["n_pairs"] == 10).all()
 
 
@@ -79,7 +79,7 @@ def test_the_command_line_baseline_reaches_the_report(tmp_path):
     done = _sweeper(*args, f"tracking.uri={store}", "launcher.name=local", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     paired = _paired(store, tmp_path)
-    assert set(paired["reference"]) == {"TL"}
+    assert set(paired["baseline_label"]) == {"TL"}
     assert sorted(paired["Tuner"]) == ["Fixed", "Theory"]
 
 

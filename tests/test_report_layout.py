@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from sweeper.configs import ConfigSearch
 from sweeper.report.axes import build_axes
 from sweeper.report.figures import curves_figure, hyperparameter_figures
 from sweeper.report.load import MARKS, Loaded, _marks
+from sweeper.report.results import Results
 from sweeper.report.spec import parse
 from sweeper.report.stats import paired_table
 from tests.report_helpers import BANDIT
@@ -79,18 +81,22 @@ def test_merged_values_share_a_column_and_paired_seeds_match():
     rows = frame.to_dict("records")
     rows += [{**_cell("cdt", s, 8.0, algorithm_p=2), "algorithm": "gloc"} for s in (0, 1, 2)]
     section = {"axes": {"tuner": {"merge": {"TL/Syndicated": ["tl", "syndicated"]}}}}
-    spec = parse(section, task=BANDIT)
-    cells, axes = build_axes(_loaded(rows, {"tuner": ["tl", "syndicated", "cdt"]}), spec)
-    tuner = next(a for a in axes if a.key == "tuner")
+    loaded = _loaded(rows, {"tuner": ["tl", "syndicated", "cdt"]})
+    loaded.config = {"report": section, "baseline": "cdt"}
+    results = Results(loaded, ConfigSearch.with_dirs())
+    tuner = next(a for a in results.axes if a.key == "tuner")
     assert tuner.values == ["TL/Syndicated", "cdt"]
     assert tuner.accepts("TL/Syndicated", "syndicated") and tuner.accepts("TL/Syndicated", "tl")
-    table, _ = paired_table(cells, axes, "tuner", "cdt", "final_regret")
-    by_algorithm = table.tidy.set_index("Algorithm")
+    compared = results.compare()
+    assert list(compared["tuner"]) == ["tl", "syndicated"]  # raw names
+    table, _ = paired_table(compared, results.axes, tuner, adaptive=False)
+    assert list(table.tidy["Tuner"]) == ["TL/Syndicated"] * 2  # the merged column's label
+    by_algorithm = table.tidy.set_index("algorithm")
     # gloc: Syndicated has seeds 0 and 1, CDT 0-2: seed 2 is excluded and counted.
     assert by_algorithm.loc["gloc", "n_pairs"] == 2 and by_algorithm.loc["gloc", "n_excluded"] == 1
-    assert np.isclose(by_algorithm.loc["gloc", "mean_difference"], np.mean([11 - 8, 12 - 8]))
+    assert np.isclose(by_algorithm.loc["gloc", "difference"], np.mean([11 - 8, 12 - 8]))
     assert np.isclose(
-        by_algorithm.loc["linucb", "mean_difference"], np.mean([10 - 9, 11 - 11, 12 - 13])
+        by_algorithm.loc["linucb", "difference"], np.mean([10 - 9, 11 - 11, 12 - 13])
     )
 
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import pandas as pd
 
-from sweeper.cells import flatten, select
 from sweeper.report.load import Loaded, ReportError
 from sweeper.report.spec import ReportSpec
+from sweeper.tree import flatten, select
 
 NULL = "null"
 

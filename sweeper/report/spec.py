@@ -52,6 +52,7 @@ class ReportSpec:
     paired_metric: str | None = None
     paired: bool = True
     paired_where: dict[str, Any] = field(default_factory=dict)
+    sign: str = "option - baseline"  # or "baseline - option": which side comes first
     optimum_axis: str | None = None
     optimum_metric: str | None = None
     optimum_published: list[PublishedChoice] | None = None
@@ -188,13 +189,17 @@ def parse(
         spec.reference = paired.get("reference")
         spec.paired_metric = _optional(paired.get("metric", spec.paired_metric))
         spec.paired_where = dict(paired.get("where") or {})
-        bad = set(paired) - {"axis", "reference", "metric", "where"}
+        spec.sign = str(paired.get("sign", spec.sign))
+        bad = set(paired) - {"axis", "reference", "metric", "where", "sign"}
         if bad:
             raise ReportError(
-                f"report.paired: unknown key(s) {sorted(bad)}; use axis, reference, metric, where"
+                f"report.paired: unknown key(s) {sorted(bad)}; use axis, metric, where, sign "
+                "(the baseline is the top-level baseline: key)"
             )
     else:
-        raise ReportError(f"report.paired is false or {{axis, reference, metric}}, got {paired!r}")
+        raise ReportError(
+            f"report.paired is false or {{axis, metric, where, sign}}, got {paired!r}"
+        )
     if section.get("reference") is not None:
         spec.reference = section["reference"]
     if reference is not None:

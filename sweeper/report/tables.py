@@ -19,11 +19,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sweeper.cells import flatten
 from sweeper.report.axes import Axis, canon
 from sweeper.report.load import MARKS, ReportError
 from sweeper.report.spec import PublishedChoice, TableSpec
 from sweeper.task import Task
+from sweeper.tree import flatten
 
 DAGGER = "†"
 

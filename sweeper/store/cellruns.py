@@ -20,12 +20,12 @@ import numpy as np
 from mlflow.entities import Metric, Param
 
 from sweeper.cellnpz import pack, unpack
-from sweeper.cells import flatten
 from sweeper.process import now_ms
 from sweeper.provenance import LIBRARIES_TAG, code_tags
 from sweeper.store.bulk import RunRecord
 from sweeper.store.table import ArtifactIO
 from sweeper.store.tracking import CELL_ARTIFACT, CURVE_POINTS, MAX_PARAM_LENGTH, Tracker
+from sweeper.tree import flatten
 
 
 class CellLike(Protocol):
