@@ -65,9 +65,8 @@ def run(
         ``skipped``, ``resume_command``, and ``table`` (the sweep's cells).
     """
     from sweeper.configs import compose
-    from sweeper.sweep import run_sweep
-
     from sweeper.overrides import check_command_line
+    from sweeper.sweep import run_sweep
 
     given = [*([f"+exp={exp}"] if exp else []), *overrides]
     given += [f"tracking.uri={tracking_uri}"] if tracking_uri else []

@@ -151,7 +151,9 @@ def _compose_blocks(
         first = {g: block[g][0] for g in groups}
         base = _with_identity(OmegaConf.to_container(_compose(first, groups), resolve=False), task)
         nodes = {
-            (g, v): OmegaConf.to_container(_compose({**first, g: v}, groups)[g], resolve=False)
+            (g, v): _unlabelled(
+                OmegaConf.to_container(_compose({**first, g: v}, groups)[g], resolve=False)
+            )
             for g in groups
             for v in block[g]
         }
@@ -281,10 +283,26 @@ def task_of(cfg: DictConfig) -> Task:
     return parse_task(OmegaConf.to_container(block, resolve=True) if block is not None else None)
 
 
+LABEL = "label"
+"""An option's display label (``label: UCB1`` in its YAML): how the report and the UI name
+it. It describes, it does not compute: it is taken out of the cell (never part of a key, never
+a constructor argument) and read from the option's file at report time."""
+
+
+def _unlabelled(node: Any) -> Any:
+    """A group option's node without its display label."""
+    if isinstance(node, dict):
+        node.pop(LABEL, None)
+    return node
+
+
 def _with_identity(config: dict[str, Any], task: Task) -> dict[str, Any]:
-    """The config with its ``task`` block cut to the family's identity (what a key hashes)."""
+    """The config with its ``task`` block cut to the family's identity (what a key hashes)
+    and its groups' options without their display labels."""
     if TASK_KEY in config:
         config[TASK_KEY] = task.identity
+    for group in task.groups:
+        _unlabelled(config.get(group))
     return config
 
 
@@ -386,7 +404,10 @@ def cell_config(cfg: DictConfig) -> dict[str, Any]:
     container = OmegaConf.to_container(cfg, resolve=True)
     config = {k: v for k, v in container.items() if k not in ORCHESTRATION_KEYS}
     if isinstance(config.get(TASK_KEY), dict):
-        config[TASK_KEY] = parse_task(config[TASK_KEY]).identity
+        task = parse_task(config[TASK_KEY])
+        config[TASK_KEY] = task.identity
+        for group in task.groups:
+            _unlabelled(config.get(group))
     return config
 
 

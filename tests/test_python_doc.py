@@ -70,8 +70,10 @@ def test_the_python_page_runs_and_its_numbers_are_the_reports(tmp_path):
     joined = cells.merge(pd.read_csv(tmp_path / "cells_api.csv"), on=["cell_key", "tuner"])
     assert len(joined) == 15
     np.testing.assert_array_equal(joined["final_regret_x"], joined["final_regret_y"])
-    # yours minus each of them is the opposite of each of them minus yours
+    # yours as the baseline, "baseline - option": yours minus OP, the same number as the
+    # report's epsilon_greedy row against OP (epsilon_greedy minus OP), with its interval
     mine = pd.read_csv(tmp_path / "mine.csv").set_index("tuner")
-    assert set(mine["sign"]) == {"baseline - tuner"}
-    by_op = api.set_index("tuner")
-    assert mine.loc["op", "difference"] == -by_op.loc["epsilon_greedy", "difference"]
+    assert set(mine["sign"]) == {"baseline - tuner"} and set(mine["baseline"]) == {"epsilon_greedy"}
+    theirs = api.set_index("tuner").loc["epsilon_greedy"]
+    for column in ("difference", "ci_low", "ci_high", "p_wilcoxon"):
+        assert np.isclose(mine.loc["op", column], theirs[column], rtol=1e-12, atol=0), column

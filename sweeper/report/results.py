@@ -23,16 +23,16 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import yaml
 
 from sweeper.baseline import baseline_of, compared_axis
 from sweeper.configs import ConfigSearch
 from sweeper.confseq import decide, interval
-from sweeper.report.axes import Axis, build_axes, canon
+from sweeper.report.axes import Axis, build_axes, canon, native, raw_values
 from sweeper.report.load import Loaded, ReportError
 from sweeper.report.spec import ReportSpec, file_config, parse
 from sweeper.report.stats import holm, paired_difference, wilcoxon_floor
 from sweeper.report.tables import filter_cells, require_axis
-from sweeper.tree import select
 
 SIGNS = ("option - baseline", "baseline - option")
 """Which side of a paired difference comes first: the option's (the default, so a negative
@@ -67,9 +67,8 @@ class Results:
         self.baseline, self.explicit = _baseline(loaded, configs, baseline)
         self.spec: ReportSpec = parse(report_section(loaded, configs), self.baseline, loaded.task)
         self.published = find_published(_dotted_paths(loaded))
-        self.frame, self.axes = build_axes(
-            loaded, self.spec, self.published.display_names, self.published.axis_names
-        )
+        labels = {**self.published.display_names, **option_labels(loaded, configs)}
+        self.frame, self.axes = build_axes(loaded, self.spec, labels, self.published.axis_names)
 
     # --- what it is -------------------------------------------------------------------
     @property
@@ -231,10 +230,10 @@ class Results:
             if not len(theirs):
                 unmatched += 1
                 continue
-            row = {k: _native(v) for k, v in zip(keys, combo[:-1], strict=True)}
-            row[axis.key] = _native(combo[-1])
+            row = {k: native(v) for k, v in zip(keys, combo[:-1], strict=True)}
+            row[axis.key] = native(combo[-1])
             row.update(_paired(frame, theirs, metric, sign, level))
-            row.update({"baseline": _native(reference), "metric": metric})
+            row.update({"baseline": native(reference), "metric": metric})
             if budget is not None:
                 row.update(_sequence(frame, theirs, metric, sign, budget, self.task, metric))
             rows.append(row)
@@ -275,7 +274,7 @@ class Results:
             stats.groupby(by, sort=False)["mean"].idxmax  # fmt: skip
         chosen = stats.loc[pick()].reset_index(drop=True)
         for k in shown:
-            chosen[k] = chosen[k].map(_native)
+            chosen[k] = chosen[k].map(native)
         return chosen.rename(columns={"std": "sd", "count": "seeds"})
 
     # --- internals --------------------------------------------------------------------
@@ -292,14 +291,7 @@ class Results:
         return names
 
     def _raw(self, axis: Axis) -> pd.Series:
-        """The axis' value per cell under its raw name: a group's option, else the config
-        value (a list or mapping as its canonical text)."""
-        if axis.group:
-            return self.frame[axis.key].astype(str)
-        configs = self.frame.get("config", pd.Series([{}] * len(self.frame)))
-        values = [_native(canon(select(c if isinstance(c, Mapping) else {}, axis.key)))
-                  for c in configs]  # fmt: skip
-        return pd.Series(values, index=self.frame.index, dtype=object)
+        return raw_values(self.frame, axis)
 
     def _match(self, axis: Axis, raw: pd.Series, wanted: Any, explicit: bool) -> tuple[str, str]:
         """The raw value of the baseline among ``raw`` (by option, text or label), and a note
@@ -350,20 +342,6 @@ def _sign(sign: str) -> str:
 def _key(value: Any) -> str:
     """A value as the text cells are grouped and matched by."""
     return value if isinstance(value, str) else canon(value)
-
-
-def _native(text: Any) -> Any:
-    """Canonical text back to a number where it is one ('2' -> 2, '0.5' -> 0.5)."""
-    if not isinstance(text, str):
-        return text
-    if text == "null":
-        return None
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            continue
-    return text
 
 
 def _finished(frame: pd.DataFrame, metric: str) -> dict[int, float]:
@@ -457,6 +435,28 @@ def _dotted_paths(loaded: Loaded) -> list[str]:
     for config in loaded.cells.get("config", [])[:50]:
         walk(config)
     return list(dict.fromkeys(paths))
+
+
+def option_labels(loaded: Loaded, configs: ConfigSearch) -> dict[str, str]:
+    """Option name -> the display label its YAML gives (``label: UCB1``), for the options
+    of the family's groups the cells use, found on the config search path (the shipped
+    ``conf/`` and any ``--config-dir``). An option without one keeps its family's display
+    name (its ``published`` module), else its own name."""
+    labels: dict[str, str] = {}
+    for group in loaded.task.groups:
+        if group not in loaded.cells:
+            continue
+        for option in loaded.cells[group].dropna().unique():
+            path = configs.find(group, str(option))
+            if path is None:
+                continue
+            try:
+                found = yaml.safe_load(path.read_text()) or {}
+            except yaml.YAMLError:
+                continue  # the sweep said it when it composed the file
+            if isinstance(found, Mapping) and found.get("label"):
+                labels[str(option)] = str(found["label"])
+    return labels
 
 
 def is_folder(source: str | Path) -> bool:

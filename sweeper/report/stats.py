@@ -124,8 +124,9 @@ def paired_table(
                         f"{fmt(record['cs_high'], like=scale)}] {record['decided']}")  # fmt: skip
         line += [str(record["n_pairs"]), _excluded_text(record)]
         rows.append(line)
-    for a in [*groups, by]:
-        tidy.insert(tidy.columns.get_loc(a.key) + 1, a.header, [display(a, v) for v in tidy[a.key]])
+    for a in [*groups, by]:  # the display label beside the raw name
+        column = a.header if a.header != a.key else f"{a.key}_label"
+        tidy.insert(tidy.columns.get_loc(a.key) + 1, column, [display(a, v) for v in tidy[a.key]])
     tidy.insert(tidy.columns.get_loc("baseline") + 1, "baseline_label", baseline)
     title = (
         f"Paired differences: each {by.key} minus {baseline}"
