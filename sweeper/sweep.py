@@ -359,8 +359,8 @@ def _comparison(
         if budget is not None:
             raise baseline.required(axis, values, "seeds={until: decided, ...}")
         return Comparison(axis, None)
-    labels = OmegaConf.select(cfg, f"report.axes.{axis}.labels")
-    labels = OmegaConf.to_container(labels, resolve=True) if labels is not None else None
+    axes = (config.get("report") or {}).get("axes") or {}  # keys hold dots: space.candidates
+    labels = (axes.get(axis) or {}).get("labels") if isinstance(axes, dict) else None
     narrowed = budget is None and not any(_override_key(o) == baseline.KEY for o in cli_overrides)
     if narrowed and not any(baseline.matches(wanted, v, labels) for v in values):
         declared = _declared_values(compose, cli_overrides, axis)
