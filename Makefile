@@ -88,6 +88,7 @@ bench: $(STAMP)  ## every benchmark of bench/, each writing bench/results/*.md (
 	$(BIN)/python bench/bench_report.py
 	$(BIN)/python bench/bench_orchestration.py
 	$(BIN)/python bench/bench_tuners.py
+	$(BIN)/python bench/bench_paired_stats.py
 
 lint: $(STAMP)  ## ruff: lint and formatting
 	$(BIN)/python -m ruff check .

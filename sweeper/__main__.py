@@ -33,6 +33,7 @@ try:
     from sweeper import command
     from sweeper.configs import compose
     from sweeper.errors import SweepError
+    from sweeper.memory import trim_eagerly
     from sweeper.multirun import EXIT_CODES, exit_bad_input, run_or_exit
     from sweeper.overrides import check_command_line
     from sweeper.paths import CONF_DIR
@@ -58,6 +59,7 @@ def entry() -> None:
     ``--dry-run`` is ``dry_run=true``: the plan of the sweep, nothing run (sweeper/dryrun.py).
     """
     command.record()  # the command as the user ran it: the resume line repeats it
+    trim_eagerly()  # the driver's own process: glibc gives freed memory back at once
     if "--dry-run" in sys.argv[1:]:
         sys.argv = [a for a in sys.argv if a != "--dry-run"] + ["dry_run=true"]
     try:

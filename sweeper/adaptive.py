@@ -1,10 +1,11 @@
 """Seeds until decided: which cells to run next, as outcomes arrive (docs/seeds.md).
 
-A group is every setting of the grid but the compare axis and the seed (the task block's
-``compare``). Each option of the compare axis is paired with the ``reference`` by seed on
-the ``lead`` metric; each pair's confidence sequence (:mod:`sweeper.confseq`) decides it.
-A group starts with ``min`` seeds of every option; while one of its comparisons is
-undecided, that option and the reference get ``step`` more seeds (once every cell of the
+A group is every setting of the grid but the compared axis and the seed (the experiment's
+``report.paired.axis``, else the task block's ``compare``: sweeper/baseline.py). Each option
+of that axis is paired with the baseline by seed on the family's ``lead`` metric; each
+pair's confidence sequence (:mod:`sweeper.confseq`) decides it. A group starts with ``min``
+seeds of every option; while one of its comparisons is undecided, that option and the
+baseline get ``step`` more seeds (once every cell of the
 option's seeds so far has an outcome), up to ``max``; an option already decided gets no
 more. The driver streams: cells of other groups and options run meanwhile.
 
@@ -79,9 +80,13 @@ class AdaptiveSeeds:
         The grid at ``budget.max`` seeds (seeds 0..max-1 of every setting).
     budget : SeedBudget
     task : Task
-        Its ``compare``, ``reference`` and ``lead`` (and the lead's better direction).
+        Its ``lead`` metric and that metric's better direction.
     finished : mapping of str to float
         Cell key -> lead value of the cells already finished (a resumed sweep).
+    axis : str
+        The compared axis (a group, or a dotted config key).
+    baseline : object
+        The axis value every other option is paired with (sweeper/baseline.py).
     """
 
     def __init__(
@@ -90,14 +95,16 @@ class AdaptiveSeeds:
         budget: SeedBudget,
         task: Task,
         finished: Mapping[str, float],
+        axis: str,
+        baseline: Any,
     ) -> None:
-        if not (task.compare and task.reference and task.lead):
+        if not task.lead:
             raise ValueError(
-                f"seeds until decided needs the task block's compare, reference and lead; "
-                f"task {task.name} sets compare={task.compare}, reference={task.reference}, "
-                f"lead={task.lead}"
+                f"seeds until decided compares the task block's lead metric; task {task.name} "
+                "sets none"
             )
         self.cells, self.budget, self.task = cells, budget, task
+        self.axis, self.reference = axis, option_text(baseline)
         self.lower_is_better = task.better(task.lead) != "max"
         self.groups: dict[str, Group] = {}
         self.place: dict[str, tuple[str, str, int]] = {}  # cell key -> group, option, seed
@@ -115,9 +122,9 @@ class AdaptiveSeeds:
             self._advance(g)
 
     def _locate(self, cell: Cell) -> tuple[str, str, int]:
-        compare = self.task.compare
-        option = str(cell.tags[compare] if compare in cell.tags else select(cell.config, compare))
-        rest = _without(cell.config, compare)
+        value = select(cell.config, self.axis)
+        option = option_text(value.get("name") if isinstance(value, Mapping) else value)
+        rest = _without(cell.config, self.axis)
         rest.pop("seed", None)
         return canonical_json(rest), option, int(cell.config.get("seed", 0))
 
@@ -151,7 +158,7 @@ class AdaptiveSeeds:
             for g in self.groups.values()
             for d in self.decisions_of(g)
             if d.state == UNDECIDED and d.seeds >= 2
-            for option in (d.option, self.task.reference)
+            for option in (d.option, self.reference)
             for seed in range(g.wanted(option), min(g.wanted(d.option) + self.budget.step,
                                                     self.budget.max))
             if (i := self._free(g, option, seed)) is not None
@@ -196,7 +203,7 @@ class AdaptiveSeeds:
     def _advance(self, g: Group) -> None:
         """Give each undecided option (and the reference) ``step`` more seeds while all the
         cells of its seeds so far have outcomes."""
-        reference, moved = self.task.reference, True
+        reference, moved = self.reference, True
         while moved:
             moved = False
             for d in self.decisions_of(g):
@@ -210,13 +217,13 @@ class AdaptiveSeeds:
     def _complete(self, g: Group, option: str) -> bool:
         n = g.wanted(option)
         return all(
-            (o, s) in g.outcomes for o in (option, self.task.reference) for s in range(n)
+            (o, s) in g.outcomes for o in (option, self.reference) for s in range(n)
             if (o, s) in g.cells
         )  # fmt: skip
 
     def decisions_of(self, g: Group) -> list[Decision]:
         """Each option's comparison with the reference over the option's wanted seeds."""
-        reference = self.task.reference
+        reference = self.reference
         decisions = []
         for option in g.options():
             if option == reference:
@@ -281,6 +288,11 @@ class AdaptiveSeeds:
             }
             for d in self.decisions()
         ]
+
+
+def option_text(value: Any) -> str:
+    """An option of the compared axis as text: its name, else its canonical JSON."""
+    return value if isinstance(value, str) else canonical_json({"v": value})[5:-1]
 
 
 def _without(config: Mapping[str, Any], dotted: str) -> dict[str, Any]:

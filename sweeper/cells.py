@@ -11,12 +11,13 @@ of a cell, so changing where or how results are shown never changes a key.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
+
+from sweeper.tree import canonical_json, select
 
 ORCHESTRATION_KEYS = frozenset(
     {
@@ -53,10 +54,6 @@ and published cell keeps its key. A dotted path (``cell``, ``_target_``) that be
 renamed name is hashed as if it began with the first one."""
 
 
-def canonical_json(config: Mapping[str, Any]) -> str:
-    return json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
-
-
 def cell_key(config: Mapping[str, Any]) -> str:
     """SHA-256 (hex) of the canonical cell config, import paths under their first names."""
     text = canonical_json(config)
@@ -75,28 +72,6 @@ def legacy_key(config: Mapping[str, Any]) -> str | None:
     if not isinstance(task, Mapping) or task.get("result_version") != LEGACY_VERSION:
         return None
     return cell_key({k: v for k, v in config.items() if k != TASK_KEY})
-
-
-def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """{'a': {'b': 1}} -> {'a.b': 1}; lists stay values."""
-    flat: dict[str, Any] = {}
-    for key, value in config.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            flat.update(flatten(value, f"{name}."))
-        else:
-            flat[name] = value
-    return flat
-
-
-def select(config: Mapping[str, Any], key: str) -> Any:
-    """The value at dotted ``key`` of a nested config, or None."""
-    node: Any = config
-    for part in key.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            return None
-        node = node[part]
-    return node
 
 
 def option_name(spec: Any) -> str:

@@ -6,7 +6,8 @@ download, the data). It reads the store without writing to it (no Ray, no parent
 lock; a store that does not exist yet is not created), touches no network but the store's
 and no data, and prints:
 
-* the grid's size by axis, and how many of its cells the store holds FINISHED;
+* the grid's size by axis, and how many of its cells the store holds FINISHED (as resume
+  counts them: the store's one reader, sweeper/store/reader.py);
 * the data files the cells read (each cell function's ``data`` hook), each present or
   missing, and what happens when it is missing (downloaded before the first cell, or what
   to do);
@@ -34,7 +35,7 @@ from sweeper.cells import ORCHESTRATION_KEYS
 from sweeper.grid import Grid
 from sweeper.progress import format_duration
 from sweeper.store.lock import sqlite_path
-from sweeper.store.tracking import check_store, resolve_uri, search_all
+from sweeper.store.reader import LEAN, Experiment, NotFound, read, resolve_uri
 
 COSTS = Path(__file__).with_name("cell_costs.json")
 """The bench's measured cost of each experiment's cells at full size on its machine: the
@@ -53,14 +54,14 @@ def dry_run(
         f"dry run of sweep '{name}' (nothing runs, nothing is written, no data is read)", file=out
     )
     print(f"  {len(cells)} cells: {_by_axis(cells)}", file=out)
-    finished = _finished_runs(uri, name)
+    finished = _finished_runs(uri, name, cells)
     done = [cell for cell in cells if cell.key in finished]
     todo = [cell for cell in cells if cell.key not in finished]
     print(f"  {len(done)} already FINISHED in {uri}; {len(todo)} to run", file=out)
     for line in _data_lines(data):
         print(f"  {line}", file=out)
     cpus = _cpus(cfg)
-    estimate = _from_store(todo, finished, cpus)
+    estimate = _from_store(todo, done, finished, cpus)
     if estimate is None:
         estimate = _from_bench(len(todo), _experiment(overrides, name), overrides, cells, cpus)
     print(f"  {estimate}", file=out)
@@ -76,21 +77,35 @@ def _by_axis(cells: Grid) -> str:
     return " x ".join(f"{k} {len(v)}" for k, v in counts.items() if len(v) > 1) or "one setting"
 
 
-def _finished_runs(uri: str, experiment: str) -> dict[str, Any]:
-    """What the store holds: cell key -> a FINISHED run of the experiment (its tags and
-    times); {} when the store or the experiment does not exist."""
+def _finished_runs(uri: str, experiment: str, cells: Grid) -> dict[str, Any]:
+    """cell key -> its result when FINISHED, as resume sees it (the store's one reader,
+    sweeper/store/reader.py; a cell stored under its legacy key counts, as resume carries
+    it over); {} when the store or the experiment does not exist (nothing is created)."""
     path = sqlite_path(uri)
     if path is not None and not Path(path).exists():
         return {}  # opening it would create it
-    check_store(uri)  # a file that is no database, a directory, a server that is not MLflow
-    from mlflow import MlflowClient
-
-    client = MlflowClient(tracking_uri=uri)
-    found = client.get_experiment_by_name(experiment)
-    if found is None:
+    try:  # a file that is no database, a directory, a server that is not MLflow: refused
+        found = read(Experiment(uri, experiment), [*LEAN, "wall_s"]).finished()
+    except NotFound:
         return {}
-    runs = search_all(client, found.experiment_id, "attributes.status = 'FINISHED'")
-    return {r.data.tags["cell_key"]: r for r in runs if r.data.tags.get("cell_key")}
+    done = {key: found[key] for key in cells.keys if key in found}
+    for i, key in enumerate(cells.keys):
+        if key not in done and found:
+            legacy = cells[i].legacy_key
+            if legacy is not None and legacy in found:
+                done[key] = found[legacy]
+    return done
+
+
+def _duration(candidate: Any) -> float | None:
+    """A finished cell's seconds: its table row's ``wall_s``, else its run's span."""
+    row = candidate.row or {}
+    if row.get("wall_s") is not None:
+        return float(row["wall_s"])
+    run = candidate.run
+    if run is not None and run.info.end_time and run.info.start_time:
+        return (run.info.end_time - run.info.start_time) / 1000
+    return None
 
 
 def _data_lines(data: Sequence[Any]) -> list[str]:
@@ -106,15 +121,18 @@ def _data_lines(data: Sequence[Any]) -> list[str]:
     return lines
 
 
-def _from_store(todo: Sequence[Any], finished: dict[str, Any], cpus: int | None) -> str | None:
+def _from_store(
+    todo: Sequence[Any], done: Sequence[Any], finished: dict[str, Any], cpus: int | None
+) -> str | None:
     """The time left priced by the store's durations; None when it holds none."""
     if not todo:
         return "nothing left to run"
     durations: dict[tuple[str, ...], list[float]] = defaultdict(list)
-    for run in finished.values():
-        if run.info.end_time and run.info.start_time:
-            kind = _kind(run.data.tags, todo[0].groups)
-            durations[kind].append((run.info.end_time - run.info.start_time) / 1000)
+    kinds_of = {cell.key: _kind(cell.tags, cell.groups) for cell in done}
+    for key, candidate in finished.items():
+        seconds = _duration(candidate)
+        if seconds is not None and key in kinds_of:
+            durations[kinds_of[key]].append(seconds)
     every = [d for ds in durations.values() for d in ds]
     if not every:
         return None

@@ -23,12 +23,12 @@ class _Quiet(logging.Filter):
         return not record.getMessage().startswith("Error getting callable")
 
 
-logging.getLogger("hydra.utils").addFilter(_Quiet())
-
-
 def cell_function(path: str) -> Any:
     """The cell function at the dotted ``path`` (the config key ``cell``), found by Hydra's
     own lookup; ``ImportError``/``ValueError`` naming it when there is none."""
+    quiet = logging.getLogger("hydra.utils")
+    if not any(isinstance(f, _Quiet) for f in quiet.filters):
+        quiet.addFilter(_Quiet())
     return get_method(path)
 
 

@@ -30,6 +30,7 @@ from sweeper.cells import (
     AxisKey,
     Cell,
     Variation,
+    canonical_json,
     cell_key,
     option_name,
     select,
@@ -167,7 +168,9 @@ def _compose_blocks(
         first = {g: block[g][0] for g in groups}
         base = _with_identity(OmegaConf.to_container(_compose(first, groups), resolve=False), task)
         nodes = {
-            (g, v): OmegaConf.to_container(_compose({**first, g: v}, groups)[g], resolve=False)
+            (g, v): _unlabelled(
+                OmegaConf.to_container(_compose({**first, g: v}, groups)[g], resolve=False)
+            )
             for g in groups
             for v in block[g]
         }
@@ -322,6 +325,18 @@ class Grid(Sequence[Cell]):
                 found.setdefault(text)
         return list(found)
 
+    def values_at(self, key: str) -> list[Any]:
+        """The distinct values the grid's cells take at dotted ``key`` (a group: its options'
+        names), in grid order, read from the blocks without building a cell."""
+        found: list[Any] = []
+        for block in self._blocks:
+            if key in block.axes:
+                values = block.values[block.axes.index(key)]
+            else:
+                values = tuple(_value_at(config, key) for config, _ in block.configs)
+            found += [v for v in values if not any(_equal(v, f) for f in found)]
+        return found
+
     def where(self, keep: Callable[[str], bool]) -> Grid:
         """The cells whose key ``keep`` accepts, in order (no cell is built)."""
         return self._view(i for i, key in enumerate(self.keys) if keep(key))
@@ -333,16 +348,42 @@ class Grid(Sequence[Cell]):
         return Grid(self._blocks, positions, keys, self.groups, self.varying)
 
 
+def _value_at(config: Mapping[str, Any], key: str) -> Any:
+    """A group's option name (its node's ``name``), else the value at dotted ``key``."""
+    value = select(config, key)
+    return value.get("name") if isinstance(value, Mapping) else value
+
+
+def _equal(a: Any, b: Any) -> bool:
+    return canonical_json({"v": a}) == canonical_json({"v": b})
+
+
 def task_of(cfg: DictConfig) -> Task:
     """The family's vocabulary from the composed config's ``task`` block."""
     block = cfg.get(TASK_KEY)
     return parse_task(OmegaConf.to_container(block, resolve=True) if block is not None else None)
 
 
+LABEL = "label"
+"""An option's display label (``label: UCB1`` in its YAML): how the report and the UI name
+it. It describes, it does not compute: it is taken out of the cell (never part of a key, never
+a constructor argument) and read from the option's file at report time."""
+
+
+def _unlabelled(node: Any) -> Any:
+    """A group option's node without its display label."""
+    if isinstance(node, dict):
+        node.pop(LABEL, None)
+    return node
+
+
 def _with_identity(config: dict[str, Any], task: Task) -> dict[str, Any]:
-    """The config with its ``task`` block cut to the family's identity (what a key hashes)."""
+    """The config with its ``task`` block cut to the family's identity (what a key hashes)
+    and its groups' options without their display labels."""
     if TASK_KEY in config:
         config[TASK_KEY] = task.identity
+    for group in task.groups:
+        _unlabelled(config.get(group))
     return config
 
 
@@ -450,7 +491,10 @@ def cell_config(cfg: DictConfig) -> dict[str, Any]:
     container = OmegaConf.to_container(cfg, resolve=True)
     config = {k: v for k, v in container.items() if k not in ORCHESTRATION_KEYS}
     if isinstance(config.get(TASK_KEY), dict):
-        config[TASK_KEY] = parse_task(config[TASK_KEY]).identity
+        task = parse_task(config[TASK_KEY])
+        config[TASK_KEY] = task.identity
+        for group in task.groups:
+            _unlabelled(config.get(group))
     return config
 
 

@@ -25,12 +25,19 @@ def _libc() -> ctypes.CDLL | None:
         return None
 
 
-@cache
 def lean() -> None:
-    """Once per process: Arrow allocates from the system's malloc, and glibc gives the top
-    of its heap back as soon as it is free (a consolidation of 8,000 rows: +40 MB of peak
-    without these settings, +4 MB with)."""
-    pa.set_memory_pool(pa.system_memory_pool())
+    """Arrow allocates from the system's malloc (a consolidation of 8,000 rows: +40 MB of
+    peak with Arrow's default pool, +4 MB with this and :func:`trim_eagerly`). ``sweeper.run``
+    puts the caller's pool back when the sweep ends."""
+    if pa.default_memory_pool().backend_name != "system":
+        pa.set_memory_pool(pa.system_memory_pool())
+
+
+@cache
+def trim_eagerly() -> None:
+    """glibc gives the top of its heap back as soon as it is free. Process-wide and not
+    undone, so only the command line (a process of the sweep's own) sets it, never
+    ``sweeper.run`` in a caller's process."""
     libc = _libc()
     if libc is not None:
         with suppress(AttributeError):

@@ -55,7 +55,9 @@ from sweeper.sweep import (
     run_sweep,
 )
 
-SWEEP_LEVEL = ("exp", "task", "seeds", "rerun", "experiment", "tracking", "launcher", "sweep")
+SWEEP_LEVEL = (
+    "exp", "task", "seeds", "rerun", "experiment", "tracking", "launcher", "sweep", "baseline",
+)  # fmt: skip
 """Keys (and prefixes of dotted keys) that say how a sweep runs, not what a cell computes."""
 
 EXIT_CODES: list[int] = []

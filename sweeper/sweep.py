@@ -24,7 +24,7 @@ from typing import Any, NamedTuple, TextIO
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from sweeper import settings, signals
+from sweeper import baseline, settings, signals
 from sweeper.adaptive import AdaptiveSeeds
 from sweeper.cells import Cell, canonical_json
 from sweeper.command import resume_lines, sweep_command
@@ -120,10 +120,12 @@ def sweep_key(keys: Sequence[str]) -> str:
 
 
 def run_sweep(
-    cfg: DictConfig, compose: Composer, cli_overrides: Sequence[str] = (), out: TextIO = sys.stdout
+    cfg: DictConfig, compose: Composer, cli_overrides: Sequence[str], out: TextIO = sys.stdout
 ) -> SweepResult:
     """Run the sweep ``cfg`` describes (steps 2-7 of docs/architecture.md): plan, open the
-    store, dispatch, record, close.
+    store, dispatch, record, close. ``cfg`` is ``compose(cli_overrides)`` (with, for ``-m``,
+    its grid replaced): the grid's cells are composed from the same overrides, so they are
+    given, never defaulted (``sweeper.run`` is the public way in).
 
     Raises ``ValueError`` (``SweepError``) for bad input before anything runs,
     :class:`~sweeper.errors.StoreBusy` when another driver writes into the store (or, on a
@@ -141,9 +143,9 @@ def run_sweep(
     cells = expand(cfg, compose, cli_overrides)
     if len(cells) > settings.max_cells(cfg):
         raise settings.too_many(f"this sweep has {len(cells):,} cells", settings.max_cells(cfg))
+    paired = _paired_against(cfg, cells, compose, cli_overrides)
     dry = bool(cfg.get("dry_run"))
     data = validate(cells, read_data=not dry)
-    _check_budget(cfg)
     if dry:
         dry_run(cfg, cells, data, cli_overrides, out)
         return SweepResult(str(cfg.experiment.name), "", len(cells), 0)
@@ -154,7 +156,7 @@ def run_sweep(
         uri, name, task_of(cfg), cfg.tracking.get("artifacts_destination"), command,
         patience_of(cfg), Say(out),
     ) as store:  # fmt: skip
-        return _sweep(cfg, store, name, cells, cli_overrides, started, out)
+        return _sweep(cfg, store, name, cells, cli_overrides, started, out, paired)
 
 
 class Say:
@@ -175,6 +177,7 @@ def _sweep(
     cli_overrides: Sequence[str],
     started: float,
     out: TextIO,
+    paired: PairedAxis,
 ) -> SweepResult:
     """What is done, Ray, the parent run, then :func:`_drive`; holding the store."""
     done = store.done(cells)
@@ -187,7 +190,7 @@ def _sweep(
         len(cells) - len(todo),
         resume_command=resume_lines(cli_overrides),
         carried_over=done.carried,
-        task=store.task,
+        task=task_of(cfg),
         settings={c.key: c.setting for c in cells},
         experiment_id=store.experiment_id,
     )
@@ -228,11 +231,11 @@ def _sweep(
             file=out,
         )
     try:
-        shown = comparison(cells, store.task, f"sweep-{key[:12]}")  # in MLflow's UI
+        shown = comparison(cells, task_of(cfg), f"sweep-{key[:12]}")  # in MLflow's UI
         if shown is not None:
             store.show(shown.axis, shown.colours, shown.tag)
             result.view = shown.key
-        return _drive(cfg, store, cells, todo, done, result, started, out)
+        return _drive(cfg, store, cells, todo, done, result, started, out, paired)
     except BaseException as err:  # never leave the sweep RUNNING, whatever stopped it
         store.abandon("KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED")
         raise
@@ -247,13 +250,16 @@ def _drive(
     result: SweepResult,
     started: float,
     out: TextIO,
+    paired: PairedAxis,
 ) -> SweepResult:
     """Dispatch ``todo``, record the outcomes in batches as they arrive, close the store's
     sweep. The driver keeps counts and keys, not rows: the rows go to the sweep's table."""
     rerun = settings.rerun(cfg)
     result.load_table = lambda columns=None: store.table(cells.keys, columns)
     _say_start(cfg, result, todo, done, rerun and bool(done.finished), out)
-    source = _source(cfg, store, cells, todo, rerun)
+    if paired.note:
+        print(f"  {paired.note}", file=out)
+    source = _source(cfg, store, cells, todo, rerun, paired)
     adaptive = isinstance(source, AdaptiveSeeds)
     progress = Progress(source.cells_left() if adaptive else len(todo), out)
     recorder = store.recorder(progress)
@@ -312,7 +318,7 @@ def _record(
     adaptive = isinstance(source, AdaptiveSeeds)
     running: set[str] = set()
     try:
-        with closing(launch(source, cfg.launcher, Declared.of(store.task))) as events:
+        with closing(launch(source, cfg.launcher, Declared.of(task_of(cfg)))) as events:
             recorder.stop = stop
             for event in events:
                 cell, outcome = event.cell, event.outcome
@@ -348,20 +354,91 @@ def _record(
             count(recorder.close())
 
 
-def _check_budget(cfg: DictConfig) -> None:
-    """A seed budget needs the family's compare, reference and lead (bad input, exit 2)."""
+class PairedAxis(NamedTuple):
+    """The compared axis of a sweep, the grid's baseline value (None: none set, or the
+    command line kept no cell of it) and what to say about it."""
+
+    axis: str | None
+    baseline: Any
+    note: str = ""
+
+
+def _paired_against(
+    cfg: DictConfig, cells: Grid, compose: Composer, cli_overrides: Sequence[str]
+) -> PairedAxis:
+    """The sweep's baseline (sweeper/baseline.py), checked before anything runs. Bad input
+    (exit status 2): a baseline the command line names that is not in the grid, an
+    experiment's baseline that its own grid lacks, a seed budget without one in the grid. An
+    experiment's baseline that the command line narrowed away (``+exp=main tuner=op``, or
+    ``-m +exp=main tuner=op,tl``) is only said: such a sweep has no paired comparison."""
     task = task_of(cfg)
-    if budget_of(cfg) is not None and not (task.compare and task.reference and task.lead):
+    config = {k: OmegaConf.to_container(cfg[k], resolve=True) if OmegaConf.is_config(cfg[k])
+              else cfg[k] for k in ("baseline", "report") if k in cfg}  # fmt: skip
+    axis = baseline.compared_axis(config, task.compare)
+    wanted = baseline.baseline_of(config, legacy_task={})
+    budget = budget_of(cfg)
+    if budget is not None and not task.lead:
         raise SweepError(
-            f"seeds={{until: decided, ...}} pairs each option of the task block's compare "
-            f"axis with its reference on its lead metric; task {task.name} sets compare="
-            f"{task.compare}, reference={task.reference}, lead={task.lead}: give it all three "
-            "or use a number of seeds (seeds=20)"
+            f"seeds={{until: decided, ...}} compares the family's lead metric, and task "
+            f"{task.name} declares none: set task.lead, or use a number of seeds (seeds=20)"
         )
+    if axis is None:
+        if wanted is not None or budget is not None:
+            raise SweepError(
+                f"{'baseline=' + str(wanted) if wanted is not None else 'a seed budget'} needs "
+                f"an axis to compare along, and task {task.name} has none: set task.compare "
+                "(the family's file) or report.paired.axis (the experiment's)"
+            )
+        return PairedAxis(None, None)
+    values = cells.values_at(axis)
+    if wanted is None:
+        if budget is not None:
+            raise baseline.required(axis, values, "seeds={until: decided, ...}")
+        return PairedAxis(axis, None)
+    axes = (config.get("report") or {}).get("axes") or {}  # keys hold dots: space.candidates
+    labels = (axes.get(axis) or {}).get("labels") if isinstance(axes, dict) else None
+    narrowed = budget is None and not any(_override_key(o) == baseline.KEY for o in cli_overrides)
+    if narrowed and not any(baseline.matches(wanted, v, labels) for v in values):
+        declared = _declared_values(compose, cli_overrides, axis)
+        if any(baseline.matches(wanted, v, labels) for v in declared):
+            note = (
+                f"the experiment's baseline {wanted} is not among the {axis} options this "
+                "command line keeps: no paired comparison"
+            )
+            return PairedAxis(axis, None, note)
+    return PairedAxis(axis, baseline.check_in_grid(wanted, axis, values, labels))
+
+
+def _declared_values(compose: Composer, cli_overrides: Sequence[str], axis: str) -> list[Any]:
+    """The values of ``axis`` in the experiment as its file declares it (its ``sweep.grid``
+    and its default), before the command line narrowed it; [] for ad hoc cells."""
+    chosen = [o for o in cli_overrides if _override_key(o) == "exp"]
+    if not chosen:
+        return []
+    declared = compose(chosen)
+    grid = OmegaConf.select(declared, "sweep.grid")
+    blocks = OmegaConf.to_container(grid, resolve=True) if grid is not None else []
+    blocks = blocks if isinstance(blocks, list) else [blocks]
+    values = [v for b in blocks if isinstance(b, dict) for v in _as_list(b.get(axis))]
+    default = OmegaConf.select(declared, axis)
+    return [*values, default.get("name") if OmegaConf.is_dict(default) else default]
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else [] if value is None else [value]
+
+
+def _override_key(override: str) -> str:
+    return override.split("=", 1)[0].lstrip("+~")
 
 
 def _source(
-    cfg: DictConfig, store: SweepStore, cells: Grid, todo: Grid, rerun: bool
+    cfg: DictConfig,
+    store: SweepStore,
+    cells: Grid,
+    todo: Grid,
+    rerun: bool,
+    paired: PairedAxis,
 ) -> Grid | AdaptiveSeeds:
     """The cells to run: ``todo``, or, for a seed budget (sweeper/seeds.py), the cells that
     seeds until decided asks for as outcomes arrive (sweeper/adaptive.py), knowing the lead
@@ -369,13 +446,15 @@ def _source(
     budget = budget_of(cfg)
     if budget is None:
         return todo
-    lead = store.task.lead
+    task = task_of(cfg)
+    lead = task.lead
     finished: dict[str, float] = {}
     table = None if rerun or lead is None else store.table(cells.keys, [lead])
     if table is not None and lead in table:
         rows = table[table["status"] == "FINISHED"]
         finished = dict(zip(rows["cell_key"], rows[lead].astype(float), strict=True))
-    return AdaptiveSeeds(cells, budget, store.task, finished)
+    assert paired.axis is not None  # _paired_against requires a baseline for a budget
+    return AdaptiveSeeds(cells, budget, task, finished, paired.axis, paired.baseline)
 
 
 def _lead_of(outcome: Outcome, lead: str | None) -> float | None:

@@ -7,8 +7,7 @@ family. Each family says them in ``conf/task/<family>.yaml``::
       name: bandit_tuning          # the family; with result_version, part of every cell key
       result_version: 1            # bump when a code change changes any cell's numbers
       groups: [algorithm, tuner, dataset]   # config groups that name and tag every run
-      compare: tuner               # the axis drawn as lines and paired in the report
-      reference: cdt               # the paired statistics' default reference value
+      compare: tuner               # the axis drawn as lines and paired against the baseline
       lead: final_regret           # the summary metric the sweep's end and the report lead with
       metrics:                     # summary metrics: title, which way is better (or neither),
         final_regret: {title: Final cumulative regret, better: lower, table: regret}
@@ -85,7 +84,7 @@ class Task:
     result_version: int = 1
     groups: tuple[str, ...] = ()
     compare: str | None = None
-    reference: str | None = None
+    reference: str | None = None  # read from sweeps recorded before ``baseline`` existed
     lead: str | None = None
     metrics: dict[str, Metric] = field(default_factory=dict)
     curves: dict[str, Curve] = field(default_factory=dict)

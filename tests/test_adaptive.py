@@ -25,7 +25,7 @@ from sweeper.sweep import run_sweep
 ROOT = Path(__file__).resolve().parent.parent
 BUDGET = "seeds={until:decided,min:5,max:15,step:5}"
 GRID = [
-    "task=toy", "horizon=10", "+task.compare=toy.shift", "+task.reference=0",
+    "task=toy", "horizon=10", "+task.compare=toy.shift", "baseline=0",
     "+sweep.grid=[{+toy.shift:[0,1],+toy.noise:[0.01,100]}]",
 ]  # fmt: skip
 EXPECTED = {"noise=0.01": ("worse", 5), "noise=100": ("undecided", 15)}
@@ -71,8 +71,11 @@ def test_a_seed_budget_is_checked_before_anything_runs(composer, tracking_uri):
     with pytest.raises(SweepError, match="seeds.min=9 is above seeds.max=4"):
         run_sweep(composer(bad), composer, bad, out=io.StringIO())
     plain = ["task=toy", "launcher.name=local", BUDGET, f"tracking.uri={tracking_uri}"]
-    with pytest.raises(SweepError, match="task toy sets compare=None"):
+    with pytest.raises(SweepError, match="a seed budget needs an axis to compare along"):
         run_sweep(composer(plain), composer, plain, out=io.StringIO())
+    unset = [o for o in _overrides(tracking_uri, "unset", BUDGET) if o != "baseline=0"]
+    with pytest.raises(SweepError, match=r"baseline=<one of 0, 1>"):
+        run_sweep(composer(unset), composer, unset, out=io.StringIO())
 
 
 def test_killed_midway_it_resumes_to_the_same_decisions(tmp_path, composer):
@@ -132,8 +135,8 @@ def _rule(cells, speculate: bool):
     from sweeper.task import Task
 
     budget = SeedBudget(min=5, max=15, step=5, speculate=speculate)
-    task = Task("toy", compare="shift", reference="0", lead="final", metrics={})
-    return AdaptiveSeeds(cells, budget, task, finished={})
+    task = Task("toy", compare="shift", lead="final", metrics={})
+    return AdaptiveSeeds(cells, budget, task, finished={}, axis="shift", baseline="0")
 
 
 def _drive(rule, value, capacity: int) -> list:

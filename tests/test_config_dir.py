@@ -27,8 +27,7 @@ experiment: {name: mine, description: a user's own tuner beside a shipped one}
 seeds: 2
 sweep:
   grid: {algorithm: [linucb], tuner: [fixed2, theory], dataset: [simulation]}
-report:
-  paired: {reference: theory}
+baseline: theory
 """
 
 
@@ -78,9 +77,10 @@ def test_an_option_of_your_own_sweeps_in_a_grid_and_is_reported(my_conf, tmp_pat
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     cells = pd.read_csv(out / "cells.csv")
     assert sorted(set(cells["tuner"])) == ["fixed2", "theory"]
-    # The experiment file's report section (reference: theory) was read from my_conf.
+    # The experiment file's baseline (theory) was read from my_conf.
     paired = (out / "tables" / "paired.md").read_text()
-    assert "## Paired differences against Theory" in paired and "| fixed2 | Theory |" in paired
+    assert "## Paired differences: each tuner minus Theory" in paired
+    assert "| fixed2 | Theory |" in paired
 
 
 @pytest.mark.parametrize("how", ["--config-dir", "hydra.searchpath"])

@@ -67,7 +67,9 @@ def test_the_orchestrator_imports_no_family_and_the_lock_no_tracking():
 
 
 DRIVER = ("sweeper.sweep", "sweeper.grid", "sweeper.execute", "sweeper.launch",
-          "sweeper.progress", "sweeper.multirun", "sweeper.dryrun")  # fmt: skip
+          "sweeper.progress", "sweeper.multirun", "sweeper.dryrun", "sweeper.task",
+          "sweeper.cells", "sweeper.seeds", "sweeper.adaptive", "sweeper.baseline",
+          "sweeper.api", "sweeper.report")  # fmt: skip
 
 
 def test_the_store_imports_nothing_of_the_driver():
@@ -97,3 +99,23 @@ def test_the_driver_talks_to_the_store_through_its_interface_alone():
     imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     inside = sorted(m for m in imported if m and m.startswith("sweeper.store."))
     assert "sweeper.store" in imported and not inside, inside
+
+
+def test_the_report_the_api_and_the_dry_run_read_the_store_through_its_reader_alone():
+    """Issue #38: one reader decides which run is a cell's result. The report, the Python
+    API and the dry run import no module of the store but :mod:`sweeper.store.reader` (and
+    the dry run the lock's path of a sqlite file, which opens nothing)."""
+    import ast
+
+    sweeper_dir = CONF_DIR.parent / "sweeper"
+    files = [*sorted((sweeper_dir / "report").glob("*.py")), sweeper_dir / "api.py",
+             sweeper_dir / "dryrun.py"]  # fmt: skip
+    allowed = {"sweeper.store.reader", "sweeper.store.lock"}
+    for path in files:
+        tree = ast.parse(path.read_text())
+        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        store = {m for m in imported if m and m.startswith("sweeper.store")}
+        assert store <= allowed and (
+            "sweeper.store.lock" not in store or path.name == "dryrun.py"
+        ), (path.name, sorted(store))

@@ -161,10 +161,10 @@ def test_paired_differences_use_matched_seeds_only(uri, tmp_path):
             assert row.n_excluded == 3 - len(seeds)
             assert str(row.excluded_seeds) == ("1" if tuner == "tl" else "nan")  # nan: none
             half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
-            assert np.isclose(row.mean_difference, d.mean())
-            assert np.isclose(row.ci95_low, d.mean() - half)
-            assert np.isclose(row.ci95_high, d.mean() + half)
-            assert np.isclose(row.wilcoxon_p, stats.wilcoxon(d).pvalue)
+            assert np.isclose(row.difference, d.mean())
+            assert np.isclose(row.ci_low, d.mean() - half)
+            assert np.isclose(row.ci_high, d.mean() + half)
+            assert np.isclose(row.p_wilcoxon, stats.wilcoxon(d).pvalue)
 
 
 def test_seeds_missing_for_one_tuner_are_excluded_and_counted(uri, tmp_path):
@@ -299,7 +299,7 @@ def test_a_missing_store_is_a_clear_error(tmp_path, monkeypatch):
 
 
 def test_an_unknown_reference_is_a_clear_error(uri, tmp_path):
-    with pytest.raises(ReportError, match="reference tuner 'op' has no cells"):
+    with pytest.raises(ReportError, match="baseline tuner .op. has no cells"):
         build_report("rep_main", tmp_path, uri, reference="op")
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from sweeper.configs import ConfigSearch
 from sweeper.report.axes import build_axes
 from sweeper.report.figures import curves_figure, hyperparameter_figures
 from sweeper.report.load import MARKS, Loaded, _marks
+from sweeper.report.results import Results
 from sweeper.report.spec import parse
 from sweeper.report.stats import paired_table
 from tests.report_helpers import BANDIT
@@ -79,19 +81,21 @@ def test_merged_values_share_a_column_and_paired_seeds_match():
     rows = frame.to_dict("records")
     rows += [{**_cell("cdt", s, 8.0, algorithm_p=2), "algorithm": "gloc"} for s in (0, 1, 2)]
     section = {"axes": {"tuner": {"merge": {"TL/Syndicated": ["tl", "syndicated"]}}}}
-    spec = parse(section, task=BANDIT)
-    cells, axes = build_axes(_loaded(rows, {"tuner": ["tl", "syndicated", "cdt"]}), spec)
-    tuner = next(a for a in axes if a.key == "tuner")
+    loaded = _loaded(rows, {"tuner": ["tl", "syndicated", "cdt"]})
+    loaded.config = {"report": section, "baseline": "cdt"}
+    results = Results(loaded, ConfigSearch.with_dirs())
+    tuner = next(a for a in results.axes if a.key == "tuner")
     assert tuner.values == ["TL/Syndicated", "cdt"]
     assert tuner.accepts("TL/Syndicated", "syndicated") and tuner.accepts("TL/Syndicated", "tl")
-    table, _ = paired_table(cells, axes, "tuner", "cdt", "final_regret")
-    by_algorithm = table.tidy.set_index("Algorithm")
+    compared = results.compare()
+    assert list(compared["tuner"]) == ["tl", "syndicated"]  # raw names
+    table, _ = paired_table(compared, results.axes, tuner, adaptive=False)
+    assert list(table.tidy["Tuner"]) == ["TL/Syndicated"] * 2  # the merged column's label
+    by_algorithm = table.tidy.set_index("algorithm")
     # gloc: Syndicated has seeds 0 and 1, CDT 0-2: seed 2 is excluded and counted.
     assert by_algorithm.loc["gloc", "n_pairs"] == 2 and by_algorithm.loc["gloc", "n_excluded"] == 1
-    assert np.isclose(by_algorithm.loc["gloc", "mean_difference"], np.mean([11 - 8, 12 - 8]))
-    assert np.isclose(
-        by_algorithm.loc["linucb", "mean_difference"], np.mean([10 - 9, 11 - 11, 12 - 13])
-    )
+    assert np.isclose(by_algorithm.loc["gloc", "difference"], np.mean([11 - 8, 12 - 8]))
+    assert np.isclose(by_algorithm.loc["linucb", "difference"], np.mean([10 - 9, 11 - 11, 12 - 13]))
 
 
 def test_marked_steps_are_read_from_params_or_config():
@@ -211,3 +215,33 @@ def test_a_hyperparameter_figure_shows_where_a_tuner_spends_its_rounds(tmp_path)
     jumps = plotted[plotted["line"] == "tl"]
     assert len(jumps) <= 50
     assert (jumps["q25"] == 0.1).all() and (jumps["q75"] == 5.0).all()
+
+
+def test_a_hyperparameter_figure_gives_each_tuner_its_own_panel(tmp_path, monkeypatch):
+    """Four and eight tuners' interquartile bands on one log axis cannot be read apart: each
+    tuner gets a subplot of its own (up to four side by side, then wrapped), one axis for
+    all, and the figure fits a report page (1440 px)."""
+    import matplotlib.image
+
+    from sweeper.report import figures
+
+    drawn = []
+    monkeypatch.setattr(figures.plt, "close", lambda fig: drawn.append(fig))
+    for count, shape in ((4, (1, 4)), (8, (2, 4))):
+        tuners = [f"t{i}" for i in range(count)]
+        rows = [_cell(t, s, 1.0 + i + s) for i, t in enumerate(tuners) for s in (0, 1, 2)]
+        for row, value in zip(rows, np.repeat(np.geomspace(0.1, 5, count), 3), strict=True):
+            row["hp_x"] = np.full(100, value)
+        cells, axes = build_axes(_loaded(rows, {"tuner": tuners}), parse({}, task=BANDIT))
+        tuner = [a for a in axes if a.key == "tuner"]
+        out = tmp_path / str(count)
+        out.mkdir()
+        assert hyperparameter_figures(cells, axes, tuner, out)[0][0] == "hp_x.png"
+        visible = [ax for ax in drawn[-1].axes if ax.get_visible()]
+        assert len(visible) == count  # a subplot per tuner
+        assert all(len(ax.get_lines()) == 1 for ax in visible)  # one tuner in each
+        assert len({ax.get_ylim() for ax in visible}) == 1  # one axis for all
+        rows_, columns = visible[0].get_subplotspec().get_gridspec().get_geometry()
+        assert (rows_, columns) == shape
+        height, width = matplotlib.image.imread(out / "hp_x.png").shape[:2]
+        assert width <= 1440, width

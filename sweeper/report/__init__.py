@@ -34,13 +34,14 @@ import pandas as pd
 
 from sweeper.configs import ConfigSearch
 from sweeper.report import decisions, figures, html, publish, stats, tables
-from sweeper.report.axes import Axis, build_axes, restrict
+from sweeper.report.axes import Axis, restrict
 from sweeper.report.load import Loaded, ReportError, load_experiment
-from sweeper.report.spec import ReportSpec, parse, section_from_file
-from sweeper.store.tracking import resolve_uri
+from sweeper.report.results import Results
+from sweeper.report.spec import ReportSpec, section_from_file
+from sweeper.store.reader import resolve_uri
 from sweeper.ui import browse_hint
 
-__all__ = ["Report", "ReportError", "build_report"]
+__all__ = ["Report", "ReportError", "Results", "build_report", "read_experiment"]
 
 
 @dataclass
@@ -128,28 +129,33 @@ def _unimportable(name: str, err: BaseException) -> str:
     )
 
 
-def _dotted_paths(loaded: Loaded) -> list[str]:
-    paths: list[str] = []
-
-    def walk(node: Any) -> None:
-        if isinstance(node, Mapping):
-            for key, value in node.items():
-                if key in ("cell", "_target_") and isinstance(value, str):
-                    paths.append(value)
-                else:
-                    walk(value)
-
-    walk(loaded.config)
-    for config in loaded.cells.get("config", [])[:50]:
-        walk(config)
-    return list(dict.fromkeys(paths))
-
-
 def report_section(loaded: Loaded, configs: ConfigSearch) -> dict[str, Any]:
     """The recorded ``report:`` section, updated key by key by exp/NAME.yaml's."""
     section = dict(loaded.config.get("report") or {})
     section.update(section_from_file(loaded.name, configs))
     return section
+
+
+def read_experiment(
+    name: str,
+    tracking_uri: str | None = None,
+    configs: ConfigSearch | None = None,
+    source: str | Path | None = None,
+    where: Mapping[str, list[str]] | None = None,
+) -> Loaded:
+    """Experiment ``name`` from the store (``tracking_uri``, else $MLFLOW_TRACKING_URI, else
+    ./mlflow.db) or, with ``source``, from the table a report folder published; ``where``
+    keeps only the cells with the listed values."""
+    configs = configs or ConfigSearch.with_dirs()
+    if source is not None:
+        loaded = publish.read_table(Path(source), configs)
+    else:
+        loaded = load_experiment(name, resolve_uri(tracking_uri), configs)
+    if where:
+        loaded = restrict(loaded, where)
+    if not len(loaded.cells):
+        raise ReportError(f"experiment '{loaded.name}' at {loaded.uri} has no cell runs yet")
+    return loaded
 
 
 def build_report(
@@ -160,27 +166,20 @@ def build_report(
     configs: ConfigSearch | None = None,
     where: Mapping[str, list[str]] | None = None,
     source: str | Path | None = None,
+    sign: str | None = None,
 ) -> Report:
     """Read experiment ``name`` from MLflow (or, with ``source``, from the table a report
     folder published: ``publish``) and write its report into ``out``; ``where`` keeps only
     the cells with the listed values (``{"seed": ["0", "1"]}``); ``configs`` is the config
-    search path (the shipped configs, plus ``--config-dir`` directories)."""
+    search path (the shipped configs, plus ``--config-dir`` directories); ``reference`` the
+    baseline (``--baseline``) and ``sign`` which side of a paired difference comes first.
+    The tables are renderings of :class:`~sweeper.report.results.Results`' DataFrames."""
     configs = configs or ConfigSearch.with_dirs()
-    if source is not None:
-        loaded = publish.read_table(Path(source), configs)
-        name, uri = loaded.name, loaded.uri
-    else:
-        uri = resolve_uri(tracking_uri)
-        loaded = load_experiment(name, uri, configs)
-    if where:
-        loaded = restrict(loaded, where)
-    if not len(loaded.cells):
-        raise ReportError(f"experiment '{name}' at {uri} has no cell runs yet")
-    spec = parse(report_section(loaded, configs), reference, loaded.task)
-    published = find_published(_dotted_paths(loaded))
-    cells, axes = build_axes(loaded, spec, published.display_names, published.axis_names)
+    loaded = read_experiment(name, tracking_uri, configs, source, where)
+    results = Results(loaded, configs, reference)
+    spec, cells, axes, published = results.spec, results.frame, results.axes, results.published
     notes = list(loaded.notes)
-    out = Path(out) if out is not None else Path("reports") / name
+    out = Path(out) if out is not None else Path("reports") / loaded.name
 
     built: dict[str, tables.Table] = {}
     for table_spec in spec.tables:
@@ -204,30 +203,21 @@ def build_report(
             loaded.task,
         )
     paired_axis = tables.find_axis(axes, spec.paired_axis) if spec.paired_axis else None
-    if (
-        spec.paired
-        and spec.paired_metric
-        and paired_axis is not None
-        and len(paired_axis.values) > 1
-    ):
-        table, paired_notes = stats.paired_table(
-            cells,
-            axes,
-            spec.paired_axis,
-            spec.reference,
-            spec.paired_metric,
-            explicit=reference is not None or spec.reference is not None,
-            where=spec.paired_where,
-            default=spec.default_reference,
-        )
-        built["paired"] = table
-        notes += paired_notes
+    if spec.paired and spec.paired_metric and paired_axis and len(paired_axis.values) > 1:
+        compared = results.compare(by=paired_axis.key, sign=sign or spec.sign)
+        notes += compared.attrs.get("notes", [])
+        if len(compared):
+            table, paired_notes = stats.paired_table(
+                compared, axes, paired_axis, adaptive=bool(loaded.decisions)
+            )
+            built["paired"] = table
+            notes += paired_notes
     if loaded.decisions:
         built["decisions"] = decisions.decisions_table(loaded.decisions)
     built["failed"] = tables.failures_table(cells, axes, loaded.unfinished)
 
     written = _write(out, loaded, spec, cells, axes, built, notes)
-    return Report(name, out, cells, axes, built, written[1], written[0], notes)
+    return Report(loaded.name, out, cells, axes, built, written[1], written[0], notes)
 
 
 def _line_axes(spec: ReportSpec, axes: list[Axis], chosen: Any = None) -> list[Axis]:

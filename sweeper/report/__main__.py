@@ -1,4 +1,4 @@
-"""``python -m sweeper.report NAME [--out DIR] [--tracking-uri URI] [--reference VALUE]
+"""``python -m sweeper.report NAME [--out DIR] [--tracking-uri URI] [--baseline VALUE]
 [--where KEY=V1,V2 ...] [--config-dir DIR]``, or ``python -m sweeper.report --from DIR``
 (a published folder)."""
 
@@ -37,9 +37,11 @@ def main(argv: list[str] | None = None) -> int:
         "variable, else sqlite:///mlflow.db in the working directory)",
     )
     parser.add_argument(
+        "--baseline",
         "--reference",
-        help="the value of the compared axis the paired statistics compare with (default: "
-        "the experiment's report.paired.reference, else the family's task.reference)",
+        dest="baseline",
+        help="the option every paired comparison is against (default: the baseline the "
+        "sweep ran with, else the experiment file's `baseline:`)",
     )
     parser.add_argument(
         "--where",
@@ -75,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
             args.name or "",
             args.out or args.source,
             args.tracking_uri,
-            args.reference,
+            args.baseline,
             configs=ConfigSearch.with_dirs(args.config_dir),
             where=where or None,
             source=args.source,

@@ -16,9 +16,9 @@ from typing import Any
 
 import pandas as pd
 
-from sweeper.cells import flatten, select
 from sweeper.report.load import Loaded, ReportError
 from sweeper.report.spec import ReportSpec
+from sweeper.tree import flatten, select
 
 NULL = "null"
 
@@ -189,6 +189,33 @@ def _implicit_axes(
         if (counts[key] > 1).any():
             extra.append(key)
     return extra
+
+
+def native(text: Any) -> Any:
+    """Canonical text back to a number where it is one ('2' -> 2, '0.5' -> 0.5, 'null' ->
+    None); other text as it is."""
+    if not isinstance(text, str):
+        return text
+    if text == NULL:
+        return None
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            continue
+    return text
+
+
+def raw_values(cells: pd.DataFrame, axis: Axis) -> pd.Series:
+    """The axis' value per cell under its raw name: a group's option (``op``), else the
+    config value (a number, or a list or mapping as its canonical text), never merged or
+    labelled: what a user filters and joins on."""
+    if axis.group:
+        return cells[axis.key].astype(str)
+    configs = cells["config"] if "config" in cells else pd.Series([{}] * len(cells))
+    values = [native(canon(select(c if isinstance(c, Mapping) else {}, axis.key)))
+              for c in configs]  # fmt: skip
+    return pd.Series(values, index=cells.index, dtype=object)
 
 
 def restrict(loaded: Loaded, where: Mapping[str, Sequence[str]]) -> Loaded:

@@ -29,6 +29,8 @@ from sweeper.task import Curve, Metric  # noqa: E402
 PANEL = (4.2, 3.0)
 MAX_COLUMNS = 3  # 3 panels of 420 px fit a report page (sweeper/report/pagecheck.py)
 WINDOWS = 50
+LINE_PANEL = (3.3, 2.3)
+MAX_LINE_COLUMNS = 4  # a hyperparameter figure's lines side by side, then wrapped
 """Hyperparameter figures pool each line's trace over windows of T/WINDOWS rounds."""
 
 
@@ -240,28 +242,27 @@ def hyperparameter_figures(
         panel_axes, panels = _layout(with_trace, axes, line_axes)
         lines = _lines(finished, line_axes, only, compare)
         colors = _colors([label for _, label in lines])
-        rows_hint = len(panel_axes[0].values) if len(panel_axes) > 1 else 1
-        fig, ax_list, columns = _figure(len(panels), rows_hint)
+        fig, cells_of, columns = _hyperparameter_grid(panels, panel_axes, lines)
         plotted = []
-        for ax, combo in zip(ax_list, panels, strict=True):
-            frame = _select(with_trace, panel_axes, combo)
+        for ax, combo, line, label in cells_of:
             title = _panel_title(panel_axes, combo)
-            for line, label in lines:
-                stacked = _stack(_select(frame, line_axes, line), column)
-                if stacked is None:
-                    continue
-                windows = windowed_quantiles(*stacked)
-                if not len(windows):
-                    continue
+            stacked = _stack(_select(_select(with_trace, panel_axes, combo), line_axes, line),
+                             column)  # fmt: skip
+            windows = windowed_quantiles(*stacked) if stacked is not None else []
+            if len(windows):
                 middle = (windows["start"] + windows["end"]) / 2
                 ax.plot(middle, windows["median"], color=colors[label], label=label, lw=1.4)
                 ax.fill_between(middle, windows["q25"], windows["q75"], color=colors[label],
-                                alpha=0.2, lw=0)  # fmt: skip
+                                alpha=0.25, lw=0)  # fmt: skip
                 plotted.append(windows.assign(panel=title, line=label))
-            ax.set_title(title, fontsize=10)
+            ax.set_title(title if len(lines) == 1 else f"{label}\n{title}", fontsize=9)
             ax.set_xlabel(x_label)
             ax.set_ylabel(name)
             ax.grid(alpha=0.3)
+        ax_list = [ax for ax, *_ in cells_of]
+        if len(lines) > 1:  # one axis for all: its labels on the outer panels only
+            for ax in ax_list:
+                ax.label_outer()
         if plotted:
             data = pd.concat(plotted, ignore_index=True)
             low, high = data["q25"].min(), data["q75"].max()
@@ -288,6 +289,43 @@ def hyperparameter_figures(
             )
         plt.close(fig)
     return written
+
+
+def _hyperparameter_grid(panels: list, panel_axes: Sequence[Axis], lines: list):
+    """The subplots of a hyperparameter figure: with one line, the panels as the other
+    figures lay them out; with several, each line in a subplot of its own (a row of up to
+    :data:`MAX_LINE_COLUMNS` lines per panel, wrapped), one y-axis for all, so that no
+    line's band hides another's (four or eight tuners' interquartile bands on one log axis
+    cannot be read apart). Returns the figure, (axes, panel, line, label) per subplot, and
+    the number of columns."""
+    if len(lines) <= 1:
+        rows_hint = len(panel_axes[0].values) if len(panel_axes) > 1 else 1
+        fig, ax_list, columns = _figure(len(panels), rows_hint)
+        line, label = lines[0] if lines else ((), "")
+        return fig, [(ax, p, line, label) for ax, p in zip(ax_list, panels, strict=True)], columns
+    columns = min(len(lines), MAX_LINE_COLUMNS)
+    per_panel = -(-len(lines) // columns)
+    rows = len(panels) * per_panel
+    fig, grid = plt.subplots(
+        rows,
+        columns,
+        figsize=(LINE_PANEL[0] * columns, LINE_PANEL[1] * rows + 0.8),
+        squeeze=False,
+        sharex=True,
+        sharey=True,
+        constrained_layout=True,
+    )
+    cells, used = [], set()
+    for i, panel in enumerate(panels):
+        for j, (line, label) in enumerate(lines):
+            ax = grid[i * per_panel + j // columns, j % columns]
+            ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
+            cells.append((ax, panel, line, label))
+            used.add(id(ax))
+    for ax in grid.ravel():
+        if id(ax) not in used:
+            ax.set_visible(False)
+    return fig, cells, columns
 
 
 def windowed_quantiles(

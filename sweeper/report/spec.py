@@ -52,12 +52,12 @@ class ReportSpec:
     paired_metric: str | None = None
     paired: bool = True
     paired_where: dict[str, Any] = field(default_factory=dict)
+    sign: str = "option - baseline"  # or "baseline - option": which side comes first
     optimum_axis: str | None = None
     optimum_metric: str | None = None
     optimum_published: list[PublishedChoice] | None = None
     figures: dict[str, Any] = field(default_factory=dict)
     task: Task = GENERIC
-    default_reference: str | None = None  # the family's, used when none is asked for
 
     @property
     def compare(self) -> str | None:
@@ -65,9 +65,9 @@ class ReportSpec:
         return self.task.compare
 
 
-def section_from_file(name: str, configs: ConfigSearch) -> dict[str, Any]:
-    """The ``report:`` section of the experiment file ``exp/NAME.yaml`` on the config search
-    path (a ``--config-dir``'s first), or {} when there is none."""
+def file_config(name: str, configs: ConfigSearch) -> dict[str, Any]:
+    """The experiment file ``exp/NAME.yaml`` on the config search path (a
+    ``--config-dir``'s first) as it is now, or {} when there is none."""
     path = configs.find("exp", name)
     if path is None:
         return {}
@@ -75,8 +75,12 @@ def section_from_file(name: str, configs: ConfigSearch) -> dict[str, Any]:
         loaded = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as err:
         raise ReportError(f"{path} is not valid YAML: {err}") from err
-    section = loaded.get("report") if isinstance(loaded, Mapping) else None
-    return dict(section or {})
+    return dict(loaded) if isinstance(loaded, Mapping) else {}
+
+
+def section_from_file(name: str, configs: ConfigSearch) -> dict[str, Any]:
+    """The ``report:`` section of the experiment file ``exp/NAME.yaml``, or {}."""
+    return dict(file_config(name, configs).get("report") or {})
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -128,7 +132,7 @@ def parse(
         )
     spec = ReportSpec(title=str(section.get("title") or ""), task=task)
     spec.paired_axis, spec.paired_metric = task.compare, task.lead
-    spec.optimum_metric, spec.default_reference = task.lead, task.reference
+    spec.optimum_metric = task.lead
     axes = section.get("axes") or {}
     if not isinstance(axes, Mapping):
         raise ReportError(f"report.axes maps config keys to {{name, labels}}, got {axes!r}")
@@ -185,13 +189,17 @@ def parse(
         spec.reference = paired.get("reference")
         spec.paired_metric = _optional(paired.get("metric", spec.paired_metric))
         spec.paired_where = dict(paired.get("where") or {})
-        bad = set(paired) - {"axis", "reference", "metric", "where"}
+        spec.sign = str(paired.get("sign", spec.sign))
+        bad = set(paired) - {"axis", "reference", "metric", "where", "sign"}
         if bad:
             raise ReportError(
-                f"report.paired: unknown key(s) {sorted(bad)}; use axis, reference, metric, where"
+                f"report.paired: unknown key(s) {sorted(bad)}; use axis, metric, where, sign "
+                "(the baseline is the top-level baseline: key)"
             )
     else:
-        raise ReportError(f"report.paired is false or {{axis, reference, metric}}, got {paired!r}")
+        raise ReportError(
+            f"report.paired is false or {{axis, metric, where, sign}}, got {paired!r}"
+        )
     if section.get("reference") is not None:
         spec.reference = section["reference"]
     if reference is not None:

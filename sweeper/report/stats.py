@@ -1,11 +1,12 @@
-"""Paired comparisons with a reference value of one axis (the family's ``task.compare``).
+"""The statistics of paired comparisons, and the report's table of them.
 
 A family's cells with the same seed share their random inputs (common random numbers: in
-the bandit family every tuner faces the same contexts and noise), so each value of the
-axis is compared with the reference through the per-seed differences of the metric within
-the same values of every other axis: their mean, a t-based 95% confidence interval and the
-Wilcoxon signed-rank test. Seeds where either side has no FINISHED run are excluded and
-counted.
+the bandit family every tuner faces the same contexts and noise), so each option of the
+compared axis is compared with the baseline through the per-seed differences of a metric
+(:meth:`sweeper.report.results.Results.compare` computes them): their mean, a t-based
+confidence interval, the Wilcoxon signed-rank test, Holm's adjustment of its p-values over
+the comparisons of one table, and the floor below which that test cannot go with few seeds.
+:func:`paired_table` renders a ``compare()`` frame as the report's table.
 """
 
 from __future__ import annotations
@@ -20,9 +21,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from sweeper.report.axes import Axis
-from sweeper.report.load import ReportError
-from sweeper.report.tables import Table, filter_cells, fmt, fmt_p, require_axis
+from sweeper.report.axes import Axis, canon
+from sweeper.report.tables import Table, fmt, fmt_p
 
 
 @dataclass(frozen=True)
@@ -55,175 +55,123 @@ def paired_difference(differences: Sequence[float], level: float = 0.95) -> Pair
     return Paired(n, mean, mean - half, mean + half, p_value)
 
 
-def choose_reference(
-    axis: Axis, requested: str | None, explicit: bool, default: str | None = None
-) -> tuple[str, str]:
-    """The reference value (canonical) and a note when the default had to be replaced.
+def holm(p_values: Sequence[float]) -> np.ndarray:
+    """Holm's step-down adjustment of ``p_values`` (Holm 1979): the family-wise error rate
+    of rejecting every adjusted p below alpha is at most alpha. NaN stays NaN and is not
+    counted in the family."""
+    p = np.asarray(p_values, dtype=float)
+    out = np.full_like(p, np.nan)
+    finite = np.flatnonzero(np.isfinite(p))
+    m = len(finite)
+    if not m:
+        return out
+    order = finite[np.argsort(p[finite], kind="stable")]
+    stepped = (m - np.arange(m)) * p[order]
+    out[order] = np.minimum(1.0, np.maximum.accumulate(stepped))
+    return out
 
-    ``requested`` wins; else the family's ``default``; an explicit request that matches no
-    cell is an error, a default that matches none falls back to the axis' first value.
-    """
-    wanted = requested if requested is not None else default
-    for value in axis.values:
-        if wanted is None:
-            break
-        if axis.accepts(value, wanted):
-            return value, ""
-    if explicit:
-        raise ReportError(
-            f"reference {axis.key} '{wanted}' has no cells in this experiment; choose one of "
-            f"{', '.join(axis.values)} (--reference)"
-        )
-    first = axis.values[0]
-    if wanted is None:
-        return first, (
-            f"paired statistics: {axis.label(first)} is the reference, the first {axis.key} "
-            "(set report.paired.reference or pass --reference)"
-        )
-    return first, (
-        f"paired statistics: no {axis.key} '{wanted}' here, so {axis.label(first)} is the "
-        f"reference (set report.paired.reference or pass --reference)"
-    )
+
+def wilcoxon_floor(n: int) -> float:
+    """The smallest two-sided p-value the exact Wilcoxon signed-rank test can give with
+    ``n`` pairs: every difference of one sign, 2 / 2**n (0.0625 at 5 seeds)."""
+    return 2.0 ** (1 - n) if n > 0 else math.nan
+
+
+FLOOR_NOTE = (
+    "with {n} seeds the two-sided Wilcoxon p-value cannot go below {floor:.3g} (every "
+    "difference of one sign): these rows cannot reach p < 0.05 however large the difference"
+)
+
+
+def display(axis: Axis, raw: Any) -> str:
+    """A raw value of ``axis`` as the report shows it: the label of the merged column it
+    belongs to (``tl`` -> TL/Syndicated in ``main``), else its own label."""
+    text = raw if isinstance(raw, str) else canon(raw)
+    token = next((t for t, members in axis.members.items() if text in members), text)
+    return axis.label(token)
 
 
 def paired_table(
-    cells: pd.DataFrame,
-    axes: Sequence[Axis],
-    axis_key: str,
-    reference: str | None,
-    metric: str,
-    explicit: bool = False,
-    where: Mapping[str, Any] | None = None,
-    default: str | None = None,
+    compared: pd.DataFrame, axes: Sequence[Axis], by: Axis, adaptive: bool
 ) -> tuple[Table, list[str]]:
-    """Each value of ``axis_key`` against the reference, within every other-axes group
-    (of the cells ``where`` selects)."""
-    axis = require_axis(axes, axis_key, "report.paired")
-    cells = filter_cells(cells, axes, where or {})
-    ref, note = choose_reference(axis, reference, explicit, default)
-    notes = [note] if note else []
-    keys = [
-        a for a in axes if a.shown and a is not axis and (a.group or cells[a.column].nunique() > 1)
-    ]
-    ref_cells = cells[cells[axis.column] == ref]
-    others = cells[cells[axis.column] != ref]
-    # The reference may not take part in an axis the others vary (e.g. CDT has no candidate
-    # set): when it shares none of their values there, that axis is not matched on.
-    ignored = {a.key for a in keys if not set(ref_cells[a.column]) & set(others[a.column])}
-
-    header = [a.header for a in keys] + [
-        axis.header,
-        "reference",
-        f"mean {metric} difference (95% CI)",
-        "Wilcoxon p",
-        "seeds paired",
-        "seeds excluded",
-    ]
-    rows, tidy = [], []
-    by = [a.column for a in keys]
-    unmatched = 0
-    groups = others.groupby(by + [axis.column], sort=False) if by else others.groupby(axis.column)
-    ordered = sorted(
-        groups,
-        key=lambda kv: tuple(
-            a.values.index(v) if v in a.values else 0
-            for a, v in zip(keys + [axis], _tuple(kv[0]), strict=True)
-        ),
-    )
-    for key, frame in ordered:
-        key = _tuple(key)
-        group_values, value = key[:-1], key[-1]
-        mask = np.ones(len(ref_cells), dtype=bool)
-        for a, v in zip(keys, group_values, strict=True):
-            if a.key not in ignored:
-                mask &= (ref_cells[a.column] == v).to_numpy()
-        base = ref_cells[mask]
-        if not len(base):
-            unmatched += 1
-            continue
-        mine = _finished(frame, metric)
-        theirs = _finished(base, metric)
-        seeds = sorted(set(frame["seed"].dropna()) | set(base["seed"].dropna()))
-        matched = sorted(set(mine) & set(theirs))
-        excluded = [s for s in seeds if s not in matched]
-        result = paired_difference([mine[s] - theirs[s] for s in matched])
-        line = [a.label(v) for a, v in zip(keys, group_values, strict=True)]
-        scale = max(abs(result.ci_low), abs(result.ci_high), abs(result.mean))
-        scale = scale if np.isfinite(scale) else result.mean
+    """The report's table of a ``Results.compare()`` frame: display labels beside the raw
+    names (its CSV joins with ``cells.csv``), the sign in the title and the heading."""
+    groups = [a for a in axes if a.key in compared.columns and a is not by]
+    metric = str(compared["metric"].iloc[0])
+    baseline = display(by, compared["baseline"].iloc[0])
+    option_first = compared["sign"].iloc[0].endswith("- baseline")
+    sign = f"{by.key} − {baseline}" if option_first else f"{baseline} − {by.key}"
+    header = [a.header for a in groups] + [by.header, "baseline",
+              f"{sign}: mean {metric} difference (95% t CI)", "Wilcoxon p", "Holm p"]  # fmt: skip
+    if adaptive:
+        header += ["confidence sequence (decided)"]
+    header += ["seeds paired", "seeds excluded"]
+    rows, tidy = [], compared.copy()
+    for record in compared.to_dict("records"):
+        scale = max(abs(record["ci_low"]), abs(record["ci_high"]), abs(record["difference"]))
+        scale = scale if np.isfinite(scale) else record["difference"]
         interval = (
-            f"{fmt(result.mean, like=scale)} [{fmt(result.ci_low, like=scale)}, "
-            f"{fmt(result.ci_high, like=scale)}]"
-            if result.n
+            f"{fmt(record['difference'], like=scale)} [{fmt(record['ci_low'], like=scale)}, "
+            f"{fmt(record['ci_high'], like=scale)}]"
+            if record["n_pairs"]
             else "no matched seeds"
         )
-        line += [
-            axis.label(value),
-            axis.label(ref),
-            interval,
-            fmt_p(result.p_value),
-            str(result.n),
-            _excluded_text(excluded, mine, theirs),
-        ]
+        line = [display(a, record[a.key]) for a in groups]
+        line += [display(by, record[by.key]), baseline, interval, fmt_p(record["p_wilcoxon"]),
+                 fmt_p(record["p_holm"])]  # fmt: skip
+        if adaptive:
+            line.append(f"[{fmt(record['cs_low'], like=scale)}, "
+                        f"{fmt(record['cs_high'], like=scale)}] {record['decided']}")  # fmt: skip
+        line += [str(record["n_pairs"]), _excluded_text(record)]
         rows.append(line)
-        record: dict[str, Any] = {
-            a.header: a.label(v) for a, v in zip(keys, group_values, strict=True)
-        }
-        record.update(
-            {
-                axis.header: axis.label(value),
-                "reference": axis.label(ref),
-                "metric": metric,
-                "n_pairs": result.n,
-                "n_excluded": len(excluded),
-                "excluded_seeds": ",".join(str(s) for s in excluded),
-                "mean": float(np.mean([mine[s] for s in matched])) if matched else math.nan,
-                "mean_reference": float(np.mean([theirs[s] for s in matched]))
-                if matched
-                else math.nan,
-                "mean_difference": result.mean,
-                "ci95_low": result.ci_low,
-                "ci95_high": result.ci_high,
-                "wilcoxon_p": result.p_value,
-            }
-        )
-        tidy.append(record)
-    caption = (
-        f"Paired comparison with {axis.label(ref)}: per-seed difference of {metric} "
-        f"({axis.key} minus {axis.label(ref)}) on the seeds both finished, within the same "
-        "other axes (the same environment draws). Mean difference with a t-based 95% "
-        "confidence interval and the two-sided Wilcoxon signed-rank p-value; seeds that "
-        "one side lacks (failed or not run) are excluded and counted."
+    for a in [*groups, by]:  # the display label beside the raw name
+        column = a.header if a.header != a.key else f"{a.key}_label"
+        tidy.insert(tidy.columns.get_loc(a.key) + 1, column, [display(a, v) for v in tidy[a.key]])
+    tidy.insert(tidy.columns.get_loc("baseline") + 1, "baseline_label", baseline)
+    title = (
+        f"Paired differences: each {by.key} minus {baseline}"
+        if option_first
+        else f"Paired differences: {baseline} minus each {by.key}"
     )
-    if unmatched:
-        notes.append(
-            f"paired statistics: {unmatched} group(s) have no {axis.label(ref)} cells with the "
-            "same other axes and are left out (report.paired.where can select comparable cells)"
+    table = Table("paired", title, _caption(metric, sign, len(compared), adaptive), header, rows,
+                  tidy=tidy)  # fmt: skip
+    return table, _notes(compared)
+
+
+def _caption(metric: str, sign: str, count: int, adaptive: bool) -> str:
+    text = (
+        f"Per-seed difference of {metric}, {sign}, on the seeds both finished, within the "
+        "same other axes (the same environment draws). Mean difference with a t-based 95% "
+        "confidence interval, the two-sided Wilcoxon signed-rank p-value, and that p-value "
+        f"Holm-adjusted over the {count} comparisons of this table (the family: every row); "
+        "seeds that one side lacks (failed or not run) are excluded and counted."
+    )
+    if adaptive:
+        text += (
+            " Seeds until decided stopped adding seeds as comparisons were decided, so the t "
+            "interval and the p-values (which assume a number of seeds fixed in advance) are "
+            "not valid here: the confidence sequence, anytime-valid, is the interval that "
+            "decided (docs/seeds.md)."
         )
-    table = Table("paired", f"Paired differences against {axis.label(ref)}", caption, header, rows)
-    table.tidy = pd.DataFrame(tidy)
-    return table, notes
+    return text
 
 
-def _tuple(key: Any) -> tuple:
-    return key if isinstance(key, tuple) else (key,)
+def _notes(compared: pd.DataFrame) -> list[str]:
+    floors = compared[compared["p_floor"] > 0.05]
+    if not len(floors):
+        return []
+    n = int(floors["n_pairs"].max())
+    return [f"paired statistics: {len(floors)} comparison(s) " + FLOOR_NOTE.format(
+        n=n, floor=wilcoxon_floor(n))]  # fmt: skip
 
 
-def _finished(frame: pd.DataFrame, metric: str) -> dict[int, float]:
-    finished = frame[frame["status"] == "FINISHED"]
-    if metric not in finished:
-        return {}
-    values = pd.to_numeric(finished[metric], errors="coerce")
-    return {int(s): float(v) for s, v in zip(finished["seed"], values, strict=True) if pd.notna(v)}
-
-
-def _excluded_text(excluded: list[int], mine: dict, theirs: dict) -> str:
-    if not excluded:
+def _excluded_text(record: Mapping[str, Any]) -> str:
+    if not record["n_excluded"]:
         return "0"
-    missing_mine = [s for s in excluded if s not in mine]
-    missing_ref = [s for s in excluded if s not in theirs]
     parts = []
-    if missing_mine:
-        parts.append(f"seed {', '.join(map(str, missing_mine))} missing here")
-    if missing_ref:
-        parts.append(f"seed {', '.join(map(str, missing_ref))} missing for the reference")
-    return f"{len(excluded)} ({'; '.join(parts)})"
+    if record["missing_option"]:
+        parts.append(f"seed {record['missing_option'].replace(',', ', ')} missing here")
+    if record["missing_baseline"]:
+        parts.append(f"seed {record['missing_baseline'].replace(',', ', ')} missing for the "
+                     "baseline")  # fmt: skip
+    return f"{record['n_excluded']} ({'; '.join(parts)})"

@@ -19,11 +19,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sweeper.cells import flatten
-from sweeper.report.axes import Axis, canon
+from sweeper.report.axes import Axis, canon, raw_values
 from sweeper.report.load import MARKS, ReportError
 from sweeper.report.spec import PublishedChoice, TableSpec
 from sweeper.task import Task
+from sweeper.tree import flatten
 
 DAGGER = "†"
 
@@ -508,7 +508,18 @@ def cells_table(cells: pd.DataFrame, axes: Sequence[Axis]) -> pd.DataFrame:
             "status": cells["status"],
             "seed": cells["seed"],
             **{a.key: cells[a.key] for a in axes if a.group},
-            **{a.header: [a.label(str(v)) for v in cells[a.column]] for a in axes if not a.group},
+            **{
+                name: values
+                for a in axes
+                if not a.group
+                for name, values in (
+                    (a.key, raw_values(cells, a)),
+                    (
+                        a.header if a.header != a.key else f"{a.key}_label",
+                        [a.label(str(v)) for v in cells[a.column]],
+                    ),
+                )
+            },
         }
     )
     skip = {"cell_key", "run_id", "status", "seed", "error", "config", "start_time", "source"}

@@ -49,8 +49,7 @@ from sweeper.store.settle import (
     settle_own,
     settle_supersession,
 )
-from sweeper.store.tracking import Tracker, check_store, quiet_mlflow, resolve_uri
-from sweeper.task import Task
+from sweeper.store.tracking import Tracker, Vocabulary, check_store, quiet_mlflow, resolve_uri
 
 __all__ = [
     "CLEANUP_S",
@@ -141,7 +140,7 @@ class SweepStore:
         cls,
         uri: str,
         experiment: str,
-        task: Task,
+        task: Vocabulary,
         artifacts_destination: str | None,
         command: str,
         patience_s: float,
@@ -177,10 +176,6 @@ class SweepStore:
     @property
     def experiment_id(self) -> str:
         return self.tracker.experiment_id
-
-    @property
-    def task(self) -> Task:
-        return self.tracker.task
 
     @property
     def parent_run_id(self) -> str:

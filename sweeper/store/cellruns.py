@@ -20,7 +20,6 @@ import numpy as np
 from mlflow.entities import Metric, Param
 
 from sweeper.cellnpz import pack, unpack
-from sweeper.cells import flatten
 from sweeper.process import now_ms
 from sweeper.provenance import LIBRARIES_TAG, code_tags
 from sweeper.store.bulk import RunRecord
@@ -32,6 +31,7 @@ from sweeper.store.tracking import (
     RUN_COLOR,
     Tracker,
 )
+from sweeper.tree import flatten
 
 
 class CellLike(Protocol):

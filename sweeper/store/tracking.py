@@ -18,8 +18,9 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.error import HTTPError
 from urllib.parse import urlparse
 from urllib.request import urlopen
@@ -35,7 +36,6 @@ from sweeper.settings import redact
 from sweeper.store.failures import STORE_ERRORS
 from sweeper.store.lock import prepare_sqlite_store, sqlite_path
 from sweeper.store.table import ArtifactIO, CellTable, local_artifact_dir
-from sweeper.task import GENERIC, Task
 
 CURVE_POINTS = 500
 """Points of each declared curve in the sweep's table (``curve_<name>`` columns)."""
@@ -55,11 +55,30 @@ TABLE_RUNS = "table_runs"
 (:func:`sweeper.store.table.holds`)."""
 
 
+class Vocabulary(Protocol):
+    """What the store needs of a family's vocabulary (``sweeper.task.Task`` is one): the
+    curves its cells return, by name (the table's ``curve_<name>`` columns, the runs' step
+    metrics). The store imports nothing of the driver."""
+
+    curves: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class NoCurves:
+    """The vocabulary of a store opened without a family: no curves."""
+
+    curves: Mapping[str, Any] = field(default_factory=dict)
+
+
 def quiet_mlflow() -> None:
     """MLflow's client settings for a driver that writes thousands of runs: no "View run at
     <url>" line per run, no progress bars, and a server that is away fails a call at once
     (the driver waits for it itself, saying so: :func:`sweeper.store.record.patiently`,
-    instead of MLflow's silent minutes of HTTP retries). A value already set is kept."""
+    instead of MLflow's silent minutes of HTTP retries), and its database errors logged as
+    one line (:class:`_OneParagraph`). A value already set is kept."""
+    quiet = logging.getLogger("mlflow.store.db.utils")
+    if not any(isinstance(f, _OneParagraph) for f in quiet.filters):
+        quiet.addFilter(_OneParagraph())
     os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
@@ -178,9 +197,6 @@ class _OneParagraph(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         record.exc_info, record.exc_text = None, None
         return True
-
-
-logging.getLogger("mlflow.store.db.utils").addFilter(_OneParagraph())
 
 
 @contextmanager
@@ -338,7 +354,7 @@ class Tracker:
         said in ``store_note``).
     experiment : str
         The experiment's name.
-    task : Task
+    task : Vocabulary
         The family's declarations (its curves are the table's columns).
     artifacts_destination : str or None
         A tracking server's ``--artifacts-destination`` as this machine sees it
@@ -353,7 +369,7 @@ class Tracker:
         self,
         uri: str | None,
         experiment: str,
-        task: Task = GENERIC,
+        task: Vocabulary = NoCurves(),
         artifacts_destination: str | None = None,
         patience_s: float = 300.0,
     ) -> None:
