@@ -468,6 +468,10 @@ def _launch_ray(
     many = ray.remote(_ray_cells).options(max_retries=0, **options)  # the driver retries
     limit = timeout_of(launcher)
     cpus = _Cpus(cpus_per_cell)
+
+    def submit(cells: Sequence[Cell]) -> Any:
+        return _submit(one, many, cells, declared)
+
     in_flight: dict[Any, _Slot] = {}
     try:
         while True:
@@ -477,10 +481,10 @@ def _launch_ray(
                 if not cells:
                     starved = True
                     break
-                in_flight[_submit(one, many, cells, declared)] = _Slot(cells, retry=batcher.again)
+                in_flight[submit(cells)] = _Slot(cells, retry=batcher.again)
             if starved:  # the source has nothing ready: fill CPUs that would idle
                 for cells in _by_group(batcher.source.speculate(int(cpus()) - len(in_flight))):
-                    in_flight[_submit(one, many, cells, declared)] = _Slot(cells, retry=batcher.again)
+                    in_flight[submit(cells)] = _Slot(cells, retry=batcher.again)
             if not in_flight:
                 break  # nothing running and nothing handed out: the source is done
             refs = list(in_flight)  # every one ready now (one wait per event is slow), else

@@ -28,7 +28,6 @@ killed process left before that is removed by the next multirun.
 from __future__ import annotations
 
 import os
-import shlex
 import shutil
 import sys
 import tempfile
@@ -39,14 +38,14 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from sweeper.command import resume_lines
 from sweeper.configs import ConfigSearch
 from sweeper.errors import StoreFailed
 from sweeper.grid import Composer, pin_blocks
-from sweeper.store.failures import damaged
 from sweeper.process import pid_alive
 from sweeper.settings import redact
+from sweeper.store.failures import damaged
 from sweeper.store.lock import StoreBusy
-from sweeper.command import resume_lines
 from sweeper.sweep import (
     EXIT_STORE_BUSY,
     EXIT_STORE_FAILED,

@@ -566,8 +566,6 @@ def _hook(hook: Any, cell: Cell) -> Any:
         raise SweepError(f"invalid cell {cell.label}: {err}") from err
 
 
-
-
 def _first_line(text: str) -> str:
     line = text.strip().splitlines()[0] if text.strip() else text
     return line if len(line) <= 300 else line[:297] + "..."
