@@ -145,16 +145,43 @@ def violations(uri: str, cells: int = CELLS) -> list[str]:
 
 
 def _disagreements(tracker, uri: str) -> list[str]:
-    """The resume index and the report must pick the same run of every cell (issue #26)."""
+    """The resume index, the dry run, the report and ``sweeper.load`` must pick the same run
+    of every cell (issues #26 and #38: one reader, sweeper/store/reader.py)."""
+    import sweeper
     from sweeper.report.load import load_experiment
     from sweeper.store.index import read_index
 
     index = {k: e.run_id for k, e in read_index(tracker).finished.items()}
-    cells = load_experiment(NAME, uri).cells
+    views = {
+        "the dry run": _dry_run_view(uri),
+        "the report": _finished(load_experiment(NAME, uri).cells),
+        "sweeper.load": _finished(sweeper.load(NAME, tracking_uri=uri).cells),
+    }
+    bad = []
+    for name, view in views.items():
+        differ = {k for k in index.keys() | view.keys() if index.get(k) != view.get(k)}
+        if differ:
+            bad.append(f"{name} and the resume index differ on {len(differ)} cell(s)")
+    return bad
+
+
+def _finished(cells) -> dict[str, str]:
     finished = cells[cells["status"] == "FINISHED"]
-    report = dict(zip(finished["cell_key"], finished["run_id"], strict=True))
-    differ = {k for k in index.keys() | report.keys() if index.get(k) != report.get(k)}
-    return [f"the report and the resume index differ on {len(differ)} cell(s)"] if differ else []
+    return dict(zip(finished["cell_key"], finished["run_id"], strict=True))
+
+
+def _dry_run_view(uri: str) -> dict[str, str]:
+    """cell key -> run of the cells the dry run of :data:`ARGS` counts done (in process: the
+    grid composed as the command line composes it)."""
+    from sweeper.api import hydra_app
+    from sweeper.configs import compose
+    from sweeper.dryrun import _finished_runs
+    from sweeper.grid import expand
+
+    with hydra_app([]):
+        overrides = [*ARGS, f"tracking.uri={uri}"]
+        cells = expand(compose(overrides), compose, overrides)
+    return {k: c.run_id for k, c in _finished_runs(uri, NAME, cells).items()}
 
 
 def resume(

@@ -12,6 +12,7 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from sweeper.check import Checker, components, main
@@ -110,22 +111,62 @@ def _examples() -> dict[str, str]:
     return dict(found)
 
 
-def test_the_extending_page_example_checks_and_sweeps(tmp_path):
+FILES = ("my_tuners.py", "my_conf/tuner/epsilon_greedy.yaml", "my_conf/exp/mine.yaml")
+
+
+def write_examples(tmp_path: Path) -> dict[str, str]:
+    """docs/extending.md's files written where the page puts them; its blocks by name."""
     examples = _examples()
-    assert set(examples) == {"my_tuners.py", "my_conf/tuner/epsilon_greedy.yaml", "commands"}
-    for path in ("my_tuners.py", "my_conf/tuner/epsilon_greedy.yaml"):
+    assert set(examples) == {*FILES, "commands", "comparison"}
+    for path in FILES:
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text(examples[path])
+    return examples
+
+
+def run_example(command: str, cwd: Path, store: str) -> subprocess.CompletedProcess:
+    """One of the page's commands (``PYTHONPATH=. python ...``) as written, in ``cwd``."""
     env = {k: v for k, v in os.environ.items() if k not in ("MLFLOW_TRACKING_URI", "RAY_ADDRESS")}
-    env["MLFLOW_TRACKING_URI"] = f"sqlite:///{tmp_path}/mlflow.db"
+    env["MLFLOW_TRACKING_URI"] = store
+    words = shlex.split(command)
+    assert words[0] == "PYTHONPATH=." and words[1] == "python"
+    done = subprocess.run(
+        [sys.executable, *words[2:]], cwd=cwd, env={**env, "PYTHONPATH": str(cwd)},
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, textwrap.shorten(done.stdout + done.stderr, 3000)
+    return done
+
+
+def test_the_extending_page_example_checks_and_sweeps(tmp_path):
+    examples = write_examples(tmp_path)
+    store = f"sqlite:///{tmp_path}/mlflow.db"
     check, sweep = examples["commands"].strip().splitlines()
     for command, said in ((check, "ok      tuner/epsilon_greedy (bandit_tuning, 7 cell(s))"),
                           (sweep, "4 finished, 0 failed")):  # fmt: skip
-        words = shlex.split(command)
-        assert words[0] == "PYTHONPATH=." and words[1] == "python"
-        done = subprocess.run(
-            [sys.executable, *words[2:]], cwd=tmp_path, env={**env, "PYTHONPATH": str(tmp_path)},
-            capture_output=True, text=True, timeout=600,
-        )  # fmt: skip
-        assert done.returncode == 0, textwrap.shorten(done.stdout + done.stderr, 3000)
-        assert said in done.stdout, done.stdout[-3000:]
+        assert said in run_example(command, tmp_path, store).stdout
+
+
+def test_the_extending_page_walks_from_the_tuner_to_the_comparison(tmp_path):
+    """Its experiment against OP, TL and CDT, then the report: the paired table reads
+    "ε-greedy minus each tuner", the same numbers as sweeper.load's compare()."""
+    examples = write_examples(tmp_path)
+    store = f"sqlite:///{tmp_path}/mlflow.db"
+    sweep, report = examples["comparison"].strip().splitlines()
+    swept = run_example(sweep, tmp_path, store).stdout
+    assert "40 finished, 0 failed, 0 skipped of 40 cells" in swept, swept[-2000:]
+    assert "mlflow ui --backend-store-uri" in swept and "viewStateShareKey=" in swept
+    run_example(report, tmp_path, store)
+    paired = (tmp_path / "reports" / "mine" / "tables" / "paired.md").read_text()
+    assert "## Paired differences: ε-greedy minus each tuner" in paired, paired[:500]
+    tidy = pd.read_csv(tmp_path / "reports" / "mine" / "tables" / "paired.csv")
+    assert sorted(tidy["tuner"]) == ["cdt", "cdt", "op", "op", "tl", "tl"]
+    assert set(tidy["baseline_label"]) == {"ε-greedy"} and (tidy["n_pairs"] == 5).all()
+    import sweeper
+
+    compared = sweeper.load("mine", tracking_uri=store, config_dir=tmp_path / "my_conf").compare()
+    np.testing.assert_allclose(
+        compared.sort_values(["algorithm", "tuner"])["difference"].to_numpy(),
+        tidy.sort_values(["algorithm", "tuner"])["difference"].to_numpy(), rtol=1e-12,
+    )  # fmt: skip
+    assert set(compared["sign"]) == {"baseline - tuner"}

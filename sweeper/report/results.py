@@ -160,7 +160,7 @@ class Results:
         by: str | None = None,
         baseline: Any = None,
         within: Mapping[str, Any] | None = None,
-        sign: str = SIGNS[0],
+        sign: str | None = None,
         level: float = 0.95,
     ) -> pd.DataFrame:
         """Paired differences by seed: every option of axis ``by`` against ``baseline``.
@@ -181,8 +181,9 @@ class Results:
         within : mapping, optional
             Only the cells with these axis values (``{"dataset": "movielens"}``), on top of
             the experiment's ``report.paired.where``.
-        sign : {"option - baseline", "baseline - option"}
-            Which side comes first in ``difference`` and its interval.
+        sign : {"option - baseline", "baseline - option"}, optional
+            Which side comes first in ``difference`` and its interval; default the
+            experiment's ``report.paired.sign``, else "option - baseline".
         level : float
             The t interval's confidence level.
 
@@ -199,7 +200,7 @@ class Results:
             anytime-valid confidence sequence and its decision: the t interval and the
             p-values assume a fixed number of seeds, which adaptive stopping breaks).
         """
-        sign = _sign(sign)
+        sign = _sign(sign or self.spec.sign)
         metric = metric or self.spec.paired_metric or self.lead
         if metric is None or metric not in self.frame:
             raise ReportError(f"no cell of '{self.name}' recorded the metric {metric!r}")
