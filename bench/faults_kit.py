@@ -47,9 +47,12 @@ def env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in drop}
 
 
-def spawn(args: list[str], cwd: Path, tag: str, host: str | None = None) -> subprocess.Popen:
+def spawn(
+    args: list[str], cwd: Path, tag: str, host: str | None = None, extra: dict | None = None
+) -> subprocess.Popen:
     """``python -m sweeper ARGS`` in its own process group, output into ``cwd/tag.out``;
-    ``host``: under that host name (a UTS namespace, as root), a driver of another host."""
+    ``host``: under that host name (a UTS namespace, as root), a driver of another host;
+    ``extra``: variables added to its environment."""
     log = open(cwd / f"{tag}.out", "w")  # noqa: SIM115 - closed with the process
     command = [sys.executable, "-u", "-m", "sweeper", *args]
     if host is not None:
@@ -57,7 +60,7 @@ def spawn(args: list[str], cwd: Path, tag: str, host: str | None = None) -> subp
     return subprocess.Popen(
         command,
         cwd=cwd,
-        env=env(),
+        env={**env(), **(extra or {})},
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,

@@ -8,8 +8,8 @@ trial, with the same command run to its end and the check of "exactly once"
 - ``api-stall``: a driver of another host (a UTS namespace) writing through the server's
   API, no ``tracking.database``, behind a proxy that stalls every byte for
   ``LEASE_EXPIRY_S + 3`` s in the middle of a batch; a second driver takes the experiment
-  over and runs the sweep; then the proxy delivers the stalled calls. The first must stop
-  with exit status 4 and commit nothing more;
+  over, and once it holds it the proxy delivers the stalled calls, late, while the second
+  runs the sweep. The first must stop with exit status 4 and commit nothing more;
 - ``sqlite-and-server``: one driver on ``sqlite:///D/mlflow.db``, another through
   ``mlflow server --backend-store-uri sqlite:///D/mlflow.db``, in the same instant: one
   runs, the other exits 4 naming it;
@@ -30,6 +30,8 @@ trial, with the same command run to its end and the check of "exactly once"
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -38,9 +40,10 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import sqlalchemy as sa
-from faults_kit import NAME, Trial, finish, finished_runs, resume, spawn, store
+from faults_kit import NAME, Trial, env, finish, finished_runs, resume, spawn, store, wait_for
 from tcp_proxy import Proxy
 
+from sweeper import servers
 from sweeper.servers import free_port, pg_start, pg_stop, start_mlflow_server, stop
 from sweeper.store import CLEANUP_S
 from sweeper.store.lock import LEASE_EXPIRY_S
@@ -52,6 +55,11 @@ API_ARGS = ["task=toy", "horizon=20", f"seeds={API_CELLS}", "+toy.sleep_s=0.01",
             "launcher.name=local"]  # fmt: skip
 """The sweep of ``api-stall``: cells of 10 ms run in the driver, so that its writer is
 always in the middle of a batch of runs written one call at a time."""
+servers.START_TIMEOUT_S = max(servers.START_TIMEOUT_S, 900.0)
+"""A server's start (its import of MLflow, its workers) takes minutes on a loaded machine."""
+WAITS = {"MLFLOW_HTTP_REQUEST_TIMEOUT": "900"}
+"""The stalled driver waits for its calls' answers (MLflow's own limit is 120 s) instead of
+retrying them: each stalled call is answered, late."""
 PATIENCE_S = 20
 BUSY = "another sweeper driver is writing"
 START_S = 60.0
@@ -79,17 +87,23 @@ def api_stall_trial(workdir: Path, index: int) -> Trial:
     try:
         with Proxy("127.0.0.1", urlparse(server_uri).port) as proxy:
             stalled = _server_uri(API_ARGS, f"http://127.0.0.1:{proxy.port}")
-            first = spawn(stalled, db.parent, "stalled", host="elsewhere")
+            first = spawn(stalled, db.parent, "stalled", host="elsewhere", extra=WAITS)
             while finished_runs(db) < 20 and first.poll() is None:
                 time.sleep(0.05)
             proxy.stall()
             trial.finished_before = finished_runs(db)
             time.sleep(LEASE_EXPIRY_S + 3)
-            codes = [0, finish(spawn(_server_uri(API_ARGS, server_uri), db.parent, "took"))]
-            proxy.resume()
-            codes[0] = finish(first)
+            second = spawn(_server_uri(API_ARGS, server_uri), db.parent, "took")
+            wait_for(db.parent / "took.out", "results go to", second, 600)
+            proxy.resume()  # the stalled calls arrive once the second driver holds it
+            codes = [finish(first), finish(second)]
         trial.exit_codes += codes
         out = (db.parent / "stalled.out").read_text()
+        took = (db.parent / "took.out").read_text()
+        trial.resume_notes += [line.strip() for line in took.splitlines() if "retracted" in line]
+        lost = [line for line in out.splitlines() if "lost the experiment" in line]
+        for line in lost[:1]:
+            trial.resume_notes.append(line.removeprefix("Stopped: ").split(" (the process")[0])
         if codes != [4, 0] or "lost the experiment" not in out:
             trial.violations.append(f"exit codes {codes}, not [4, 0]: {out[-400:]}")
         resume(_server_uri(API_ARGS, server_uri), db.parent, trial, server_uri, cells=API_CELLS)
@@ -173,18 +187,30 @@ def postgresql() -> Iterator[tuple[str, int]]:
         port = free_port()
         uri = pg_start(Path(tmp) / "pg", port)
         try:
+            _with_schema(uri)
             yield uri, port
         finally:
             pg_stop(Path(tmp) / "pg")
 
 
+def _with_schema(cluster: str) -> None:
+    """MLflow's schema in the cluster's database ``mlflow``, made by MLflow in a process of
+    its own (which leaves no connection open): the template of every trial's database."""
+    make = f"from mlflow import MlflowClient; MlflowClient({cluster!r}).search_experiments()"
+    subprocess.run([sys.executable, "-c", make], check=True, capture_output=True, env=env())
+
+
 def database(cluster: str, index: int) -> str:
-    """A new database of the cluster for trial ``index``: its URI."""
+    """A new database of the cluster for trial ``index``, a copy of MLflow's empty schema
+    (a server started on it has no migration to run: minutes on a loaded machine)."""
     name = f"trial{index:02d}"
-    engine = sa.create_engine(cluster, isolation_level="AUTOCOMMIT")
+    template = sa.engine.make_url(cluster).database
+    engine = sa.create_engine(
+        sa.engine.make_url(cluster).set(database="postgres"), isolation_level="AUTOCOMMIT"
+    )
     with engine.connect() as connection:
         connection.execute(sa.text(f"drop database if exists {name}"))
-        connection.execute(sa.text(f"create database {name}"))
+        connection.execute(sa.text(f"create database {name} template {template}"))
     engine.dispose()
     return sa.engine.make_url(cluster).set(database=name).render_as_string(hide_password=False)
 

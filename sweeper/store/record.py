@@ -6,7 +6,9 @@ seconds) in a writer thread, while the driver goes on dispatching and gathers th
 batch: the batch's runs, then its rows as a part of the sweep's table
 (:mod:`sweeper.store.table`), then the table's ``table_until`` mark. Runs go in one transaction
 straight into the store's database when the driver can reach it (:mod:`sweeper.store.bulk`),
-else through MLflow's API (``tracking.log_threads`` in parallel for a tracking server).
+else through MLflow's API (``tracking.log_threads`` in parallel for a tracking server),
+where a batch's runs are written RUNNING and committed (their status set) only after the
+fence says this driver still holds the experiment (:meth:`Recorder._commit`).
 
 A store that stops answering (a tracking server or its database restarted) is waited for:
 each write is retried with a backoff doubling from 1 s to 30 s, said on the progress line,
@@ -14,6 +16,8 @@ for up to ``tracking.patience_s`` seconds; past that the sweep stops cleanly
 (:class:`~sweeper.store.tracking.StoreFailed`, exit status 3, the resume command printed). Only
 errors that a restart explains are waited for (a refused or dropped connection, a busy
 database: :mod:`sweeper.store.failures`); a full disk or a bad schema stops the sweep at once.
+Each call is bounded by the patience too (:func:`bounded`): a store that holds a call without
+answering (its answers lost, the connection left open) stops the sweep as well.
 """
 
 from __future__ import annotations
