@@ -14,7 +14,7 @@ the user ran (``sys.orig_argv``, recorded by :func:`record` when the command lin
 * the interpreter as an absolute path (``sys.executable``: the one that has the package),
   or the console script the user called (``.venv/bin/sweeper``);
 * every flag and override, each quoted for the shell;
-* passwords in URIs redacted (:func:`sweeper.settings.redact`): such a line is to be
+* passwords in URIs redacted (:func:`sweeper.uri.redact`): such a line is to be
   completed by hand, never leaked.
 
 A program that wraps the tool says how to run it again with ``$SWEEPER_COMMAND``
@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sweeper.settings import redact
+from sweeper.uri import redact
 
 ENVIRONMENT = ("PYTHONPATH", "SWEEPER_DATA_DIR", "MLFLOW_TRACKING_URI", "RAY_ADDRESS")
 """Variables that change what a sweep runs or where it records: the modules Python finds,

@@ -43,7 +43,6 @@ from sweeper.configs import ConfigSearch
 from sweeper.errors import StoreFailed
 from sweeper.grid import Composer, pin_blocks
 from sweeper.process import pid_alive
-from sweeper.settings import redact
 from sweeper.store.failures import damaged
 from sweeper.store.lock import StoreBusy
 from sweeper.sweep import (
@@ -53,6 +52,7 @@ from sweeper.sweep import (
     print_interrupted,
     run_sweep,
 )
+from sweeper.uri import redact
 
 SWEEP_LEVEL = (
     "exp", "task", "seeds", "rerun", "experiment", "tracking", "launcher", "sweep", "baseline",

@@ -47,7 +47,7 @@ from pathlib import Path
 from urllib.parse import quote, unquote, urlparse
 
 from sweeper.server_auth import ServerAuth, install_credentials, server_auth
-from sweeper.settings import CREDENTIALS
+from sweeper.uri import CREDENTIALS
 
 START_TIMEOUT_S = 180.0
 PASSFILE = "pgpass"

@@ -138,7 +138,7 @@ def _command() -> str:
     """This process's command line, a password in it redacted (it is printed)."""
     text = shlex.join(["python", "-m", "sweeper", *sys.argv[1:]])
     try:
-        from sweeper.settings import redact
+        from sweeper.uri import redact
     except (ImportError, KeyboardInterrupt):  # interrupted while importing: say less
         return "python -m sweeper ... (the same arguments)"
     return redact(text)

@@ -37,8 +37,15 @@ from sweeper.nfs import warn_network_sqlite
 from sweeper.outcome import Declared
 from sweeper.progress import Progress, format_duration
 from sweeper.seeds import budget_of
-from sweeper.store import Done, LeaseLost, SweepStore, check_store, patience_of, resolve_uri
-from sweeper.store.record import Recorder
+from sweeper.store import (
+    Done,
+    LeaseLost,
+    Recorder,
+    SweepStore,
+    check_store,
+    patience_of,
+    resolve_uri,
+)
 from sweeper.task import GENERIC, Task
 from sweeper.ui import browse_hint, comparison
 

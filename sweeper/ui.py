@@ -40,8 +40,8 @@ from urllib.parse import urlencode
 
 from sweeper.command import tool
 from sweeper.grid import Grid
-from sweeper.settings import redact
 from sweeper.task import Task
+from sweeper.uri import redact
 
 UI_PORT = 5000
 """Where ``mlflow ui`` serves by default."""

@@ -10,11 +10,11 @@ SEEN: dict[str, list[np.ndarray]] = {}
 
 
 class RecordingSimulation(Simulation):
-    """The simulation, plus a record (under ``label``) of every round's features and reward."""
+    """The simulation, plus a record (under ``record_as``) of every round's features and reward."""
 
-    def __init__(self, label: str, **kwargs) -> None:
+    def __init__(self, record_as: str, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.label = label
+        self.label = record_as
 
     def reset(self, horizon, reward_model, rng) -> None:
         super().reset(horizon, reward_model, rng)

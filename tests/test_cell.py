@@ -28,7 +28,7 @@ def test_different_seeds_give_different_curves(composer):
 
 
 def test_tuners_with_the_same_seed_see_the_same_environment(composer):
-    target = "+dataset.label"
+    target = "+dataset.record_as"
     runs = {}
     for tuner in ("theory", "fixed", "tl"):
         config = _config(

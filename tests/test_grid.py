@@ -130,7 +130,7 @@ def _reference_expand(cfg, compose, overrides):
         ["+exp=smoke"],
         ["+exp=syndicated", "seeds=1"],
         # an interpolation inside a cell's config takes the OmegaConf path
-        ["+exp=smoke", "seeds=2", "+dataset.label=${horizon}", "+sweep.grid.horizon=[100,200]"],
+        ["+exp=smoke", "seeds=2", "+dataset.note=${horizon}", "+sweep.grid.horizon=[100,200]"],
     ],
 )
 def test_expand_equals_the_obvious_expansion(composer, overrides):
@@ -143,11 +143,11 @@ def test_an_interpolation_follows_the_value_axis(composer):
     overrides = [
         "+exp=smoke",
         "seeds=1",
-        "+dataset.label=${horizon}",
+        "+dataset.note=${horizon}",
         "+sweep.grid.horizon=[100,200]",
     ]
     cells = expand(composer(overrides), composer, overrides)
-    assert {(c.config["horizon"], c.config["dataset"]["label"]) for c in cells} == {
+    assert {(c.config["horizon"], c.config["dataset"]["note"]) for c in cells} == {
         (100, 100),
         (200, 200),
     }

@@ -145,5 +145,5 @@ def test_a_batch_over_the_time_limit_runs_its_cells_alone(composer, tracking_uri
 
 @pytest.mark.parametrize("value", ["0", "two"])
 def test_a_bad_batch_size_is_refused_before_anything_runs(composer, tracking_uri, value):
-    with pytest.raises(Exception, match="launcher.batch must be a whole number"):
+    with pytest.raises(Exception, match="seeds per Ray task are null or auto"):
         _sweep(composer, _overrides(tracking_uri, "bad", "seeds=2", f"launcher.batch={value}"))

@@ -149,7 +149,7 @@ def test_load_reads_a_live_store_and_its_published_folder_alike(tmp_path, ray_lo
     assert list(best["algorithm"]) == ["linucb", "lints"]
     means = live.cells.groupby(["algorithm", "tuner"])["final_regret"].mean()
     for row in best.itertuples():
-        assert row.mean == means.loc[row.algorithm].min()
+        assert row.mean == pytest.approx(means.loc[row.algorithm].min(), rel=1e-12)
         assert row.tuner == means.loc[row.algorithm].idxmin()
 
 

@@ -84,8 +84,9 @@ def test_the_printed_resume_line_resumes_a_config_dir_sweep_from_another_shell(t
     work = tmp_path / "project"
     work.mkdir()
     _setup(work)
-    args = ["--config-dir", "my conf", "+exp=mine", "launcher.name=local",
-            "tracking.uri=sqlite:///intr.db"]  # fmt: skip
+    # cells one by one, each recorded as it ends: the signal lands mid-sweep
+    args = ["--config-dir", "my conf", "+exp=mine", "launcher.name=local", "launcher.batch=1",
+            "tracking.batch_size=1", "horizon=6000", "tracking.uri=sqlite:///intr.db"]  # fmt: skip
     uri = f"sqlite:///{work}/intr.db"
     driver = subprocess.Popen(
         [sys.executable, "-m", "sweeper", *args], cwd=work, env=_clean_env(PYTHONPATH="mine"),

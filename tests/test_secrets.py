@@ -11,12 +11,13 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-from sweeper.settings import redact
+from sweeper.uri import redact
 
 SECRET = "S3cr3t-Pw"
 
@@ -114,11 +115,12 @@ ray.shutdown()
 def test_an_embedded_ray_listens_on_loopback_only(tmp_path):
     """A sweep with no cluster asked for starts Ray on this machine: its GCS, raylet, agents
     and workers listen on 127.0.0.1, never on every interface."""
-    env = {**os.environ, "RAY_TMPDIR": str(tmp_path)}
-    done = subprocess.run(
-        [sys.executable, "-c", LISTENING], capture_output=True, text=True, timeout=300, env=env,
-        cwd=tmp_path,
-    )  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="ray", dir="/tmp") as short:  # a socket's path
+        env = {**os.environ, "RAY_TMPDIR": short}  # is at most 107 bytes: not under tmp_path
+        done = subprocess.run(
+            [sys.executable, "-c", LISTENING], capture_output=True, text=True, timeout=300,
+            env=env, cwd=tmp_path,
+        )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     listening = json.loads(done.stdout.strip().splitlines()[-1])
     names = {name for name, _, _ in listening}

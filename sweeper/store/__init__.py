@@ -32,7 +32,6 @@ from typing import Any, TypeVar
 import pandas as pd
 from omegaconf import DictConfig
 
-from sweeper import settings
 from sweeper.errors import StoreFailed
 from sweeper.store.cellruns import row_from_run
 from sweeper.store.failures import STORE_ERRORS
@@ -50,11 +49,13 @@ from sweeper.store.settle import (
     settle_supersession,
 )
 from sweeper.store.tracking import Tracker, Vocabulary, check_store, quiet_mlflow, resolve_uri
+from sweeper.uri import redact, scheme
 
 __all__ = [
     "CLEANUP_S",
     "Done",
     "LeaseLost",
+    "Recorder",
     "SweepStore",
     "check_store",
     "patience_of",
@@ -171,7 +172,7 @@ class SweepStore:
     @property
     def uri(self) -> str:
         """The tracking URI, a password in it redacted (it is printed)."""
-        return settings.redact(self.tracker.uri)
+        return redact(self.tracker.uri)
 
     @property
     def experiment_id(self) -> str:
@@ -359,7 +360,7 @@ class SweepStore:
 
 
 def _patiently(what: str, action: Callable[[], T], patience_s: float, say: Says) -> T:
-    return patiently(settings.redact(what), action, patience_s, say)
+    return patiently(redact(what), action, patience_s, say)
 
 
 def _hold(tracker: Tracker, command: str) -> tuple[Fence, Callable[[], None]]:
@@ -369,10 +370,10 @@ def _hold(tracker: Tracker, command: str) -> tuple[Fence, Callable[[], None]]:
     the advisory lock reach no such driver), then its fencing token. Returns the fence and
     its release (the sqlite file lock is :func:`store_lock`'s)."""
     lock = None
-    if settings.scheme(tracker.uri) == "postgresql":
+    if scheme(tracker.uri) == "postgresql":
         lock = AdvisoryLock(tracker.database_uri(), tracker.experiment_id, tracker.driver, command)
         lock.acquire()
-    where = settings.redact(tracker.uri)
+    where = redact(tracker.uri)
     lease = Lease(tracker.client, tracker.experiment_id, tracker.driver, command, where=where)
 
     def release() -> None:

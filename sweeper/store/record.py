@@ -37,7 +37,6 @@ from omegaconf import DictConfig
 from sweeper import memory
 from sweeper.errors import StoreFailed, SweepError, boolean
 from sweeper.process import now_ms
-from sweeper.settings import redact
 from sweeper.store.bulk import BulkWriter, RunRecord, database_of, refuse
 from sweeper.store.cellruns import (
     CellLike,
@@ -53,6 +52,7 @@ from sweeper.store.lock import Fence
 from sweeper.store.parent import SweepRun
 from sweeper.store.settle import pending
 from sweeper.store.tracking import Tracker
+from sweeper.uri import redact
 
 T = TypeVar("T")
 Logged = tuple[CellLike, OutcomeLike, dict[str, Any]]

@@ -32,10 +32,10 @@ from mlflow.exceptions import MlflowException
 
 from sweeper.errors import StoreFailed, SweepError
 from sweeper.process import driver_id
-from sweeper.settings import redact
 from sweeper.store.failures import STORE_ERRORS
 from sweeper.store.lock import prepare_sqlite_store, sqlite_path
 from sweeper.store.table import ArtifactIO, CellTable, local_artifact_dir
+from sweeper.uri import redact
 
 CURVE_POINTS = 500
 """Points of each declared curve in the sweep's table (``curve_<name>`` columns)."""
