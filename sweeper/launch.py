@@ -9,7 +9,8 @@ counted from the cell's first start, retries included) is up; a cell over its li
 cancelled with ``ray.cancel(force=True)`` and becomes a FAILED outcome. A worker that dies
 (segfault, OOM kill, lost node) is retried by Ray up to ``launcher.max_retries`` times,
 after which the cell is FAILED with Ray's error. On Ctrl-C (or when the consumer stops
-iterating) every cell still in flight is cancelled.
+iterating) every cell still in flight is cancelled; once a stop is asked
+(:data:`sweeper.signals.STOP`, the first Ctrl-C or SIGTERM) no cell more is submitted.
 
 ``local`` runs the cells one by one in this process, for debugging; its time limit is a
 ``SIGALRM`` timer (main thread only), which interrupts Python code but not a long C call.
@@ -47,6 +48,7 @@ from sweeper.cells import Cell, canonical_json
 from sweeper.errors import SweepError, at_least
 from sweeper.execute import Outcome, cell_function, execute, execute_batch, node_label
 from sweeper.outcome import Declared
+from sweeper.signals import STOP
 
 POLL_S = 0.5
 """How often the Ray loop wakes up without a result, to refresh progress and check limits."""
@@ -293,7 +295,9 @@ def _launch_local(
     batcher: Batcher, setting: int | None, seconds: float | None, declared: Declared | None
 ) -> Iterator[Event]:
     node = node_label(None, None)
-    while cells := batcher.take(batch_size(setting, batcher.pending(), 1.0)):
+    while not STOP.requested and (
+        cells := batcher.take(batch_size(setting, batcher.pending(), 1.0))
+    ):
         for cell in batcher.starts(cells):
             yield Event("started", cell, node=node)
         started = time.perf_counter()
@@ -474,15 +478,16 @@ def _launch_ray(
 
     in_flight: dict[Any, _Slot] = {}
     try:
-        while True:
+        while not STOP.requested:  # a stop hands out nothing more: a submission (or a
+            # question to the cluster) may wait a minute on a head that is going down too
             cap, starved = in_flight_cap(launcher, cpus()), False
-            while len(in_flight) < cap:
+            while len(in_flight) < cap and not STOP.requested:
                 cells = batcher.take(batch_size(setting, batcher.pending(), cpus()))
                 if not cells:
                     starved = True
                     break
                 in_flight[submit(cells)] = _Slot(cells, retry=batcher.again)
-            if starved:  # the source has nothing ready: fill CPUs that would idle
+            if starved and not STOP.requested:  # nothing ready: fill CPUs that would idle
                 for cells in _by_group(batcher.source.speculate(int(cpus()) - len(in_flight))):
                     in_flight[submit(cells)] = _Slot(cells, retry=batcher.again)
             if not in_flight:

@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from sweeper import signals
 from sweeper.cells import Cell
-from sweeper.launch import MAX_BATCH, Batcher, Fixed, batch_size, in_flight_cap
+from sweeper.grid import expand
+from sweeper.launch import MAX_BATCH, Batcher, Fixed, batch_size, in_flight_cap, launch
 from tests.test_orchestration import _assert_one_finished_run_per_cell, _cell_runs, _sweep
 
 BATCHED = ["task=toy", "horizon=50", "cell=sweeper.toy.batched_toy_cell"]
@@ -147,3 +149,22 @@ def test_a_batch_over_the_time_limit_runs_its_cells_alone(composer, tracking_uri
 def test_a_bad_batch_size_is_refused_before_anything_runs(composer, tracking_uri, value):
     with pytest.raises(Exception, match="seeds per Ray task are null or auto"):
         _sweep(composer, _overrides(tracking_uri, "bad", "seeds=2", f"launcher.batch={value}"))
+
+
+@pytest.mark.parametrize("name", ["ray", "local"])
+def test_a_stop_hands_out_no_more_cells(composer, ray_local, name):
+    """After the first Ctrl-C or SIGTERM (``signals.STOP``) the launcher submits nothing
+    more: under Slurm the head goes down with the driver, and a submission (its function's
+    export to the cluster) would wait a minute on it, past the job's kill."""
+    overrides = ["task=toy", "horizon=50", "seeds=8", f"launcher.name={name}",
+                 "launcher.batch=1", "launcher.max_in_flight=1"]  # fmt: skip
+    cfg = composer(overrides)
+    finished = []
+    try:
+        for event in launch(expand(cfg, composer, overrides), cfg.launcher, None):
+            if event.kind == "finished":
+                finished.append(event.cell.key)
+                signals.STOP.requested = True  # as the signal handler does
+    finally:
+        signals.reset()
+    assert len(finished) == 1, finished
