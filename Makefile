@@ -9,7 +9,7 @@ EXP ?= smoke
 ARGS ?=
 PAPERS ?= ../shared/papers
 
-.PHONY: help reproduce run test test-hermetic test-papers test-slow test-batch test-faults test-scale test-range test-slurm bench-scale tracking-server test-experiments test-install test-cluster bench-orchestration bench-tuners lint bench report check-pages clean movielens obd
+.PHONY: help reproduce run test test-papers test-slow test-batch test-faults test-scale test-range test-slurm bench-scale tracking-server test-experiments test-install test-cluster bench-orchestration bench-tuners lint bench report check-pages clean movielens obd
 
 # An editable install: setuptools' import finder maps sweeper_tasks to tasks/ (setup.py); the
 # checkout itself is not put on sys.path, so a tasks.py beside the user shadows nothing of ours.
@@ -22,11 +22,8 @@ $(STAMP): pyproject.toml setup.py
 run: $(STAMP)  ## run an experiment's sweep on embedded Ray into ./mlflow.db (EXP=smoke)
 	$(BIN)/python -m sweeper +exp=$(EXP) $(ARGS)
 
-test: $(STAMP)  ## the test suite (slow-marked reproductions excluded)
+test: $(STAMP)  ## the test suite (slow-marked reproductions excluded), from a hostile shell: MLFLOW_*, RAY_*, SWEEPER_DATA_DIR, PYTHONPATH set, a tasks.py beside it (tests/hermetic.py)
 	$(BIN)/python -m ruff check .
-	$(BIN)/python -m pytest -q $(ARGS)
-
-test-hermetic: $(STAMP)  ## the default suite from a hostile shell: MLFLOW_*, RAY_*, SWEEPER_DATA_DIR, PYTHONPATH set, a tasks.py beside it
 	$(BIN)/python -m tests.hermetic $(ARGS)
 
 test-papers: $(STAMP)  ## the published numbers against the papers' text (PAPERS=dir of the papers' .txt)

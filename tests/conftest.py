@@ -28,9 +28,9 @@ def pytest_configure(config: pytest.Config) -> None:  # noqa: ARG001 - pytest's 
     """Make the session hermetic (issue #37, item 3): the variables of
     :data:`SHELL_PREFIXES` and :data:`SHELL_VARIABLES` are removed from this process's
     environment, which every subprocess of a test inherits, and ``$PYTHONPATH``'s entries from
-    ``sys.path``; a test that needs one sets it itself. ``make test-hermetic`` runs the suite
-    with each set to a hostile value, from a directory holding a ``tasks.py`` and a
-    ``tasks/`` package."""
+    ``sys.path``; a test that needs one sets it itself. ``make test`` runs the suite
+    (tests/hermetic.py) with each set to a hostile value, from a directory holding a
+    ``tasks.py`` and a ``tasks/`` package."""
     path = os.environ.get("PYTHONPATH", "")
     for name in [n for n in os.environ if n.startswith(SHELL_PREFIXES) or n in SHELL_VARIABLES]:
         del os.environ[name]

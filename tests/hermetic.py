@@ -1,4 +1,4 @@
-"""The default test suite run from a hostile shell (issue #37, item 3): ``make test-hermetic``.
+"""The default test suite run from a hostile shell (issue #37, item 3): ``make test`` runs it so.
 
 A researcher's shell has ``MLFLOW_TRACKING_URI`` set (most MLflow users do), Ray's variables
 from a cluster recipe, a data directory, a ``PYTHONPATH`` to their own repository, and they
@@ -10,8 +10,9 @@ such pair on the ``PYTHONPATH``), with the repository's pyproject.toml. The suit
 only if it is hermetic (tests/conftest.py's ``pytest_configure`` clears them; a test that
 needs one sets it itself)::
 
-    python -m tests.hermetic                 # the default suite
+    python -m tests.hermetic                 # the default suite (what ``make test`` runs)
     python -m tests.hermetic tests/test_slurm_recipe.py
+    python -m tests.hermetic --durations=20  # pytest's options: the default suite with them
 """
 
 from __future__ import annotations
@@ -56,10 +57,12 @@ def run(args: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="sweeper-hostile-") as parent:
         folder, path = (trap_directory(Path(parent) / name) for name in ("research", "path"))
         env = {**os.environ, **HOSTILE, "PYTHONPATH": str(path)}
-        tests = [str(ROOT / a) if (ROOT / a.split("::")[0]).exists() else a for a in args]
-        tests = tests or [str(ROOT / "tests")]
+        paths = [a for a in args if (ROOT / a.split("::")[0]).exists()]
+        tests = [str(ROOT / a) if a in paths else a for a in args]
+        tests += [] if paths else [str(ROOT / "tests")]  # only options given: the suite
         command = [sys.executable, "-m", "pytest", "-q", "-c", str(ROOT / "pyproject.toml"),
-                   "--rootdir", str(ROOT), "-p", "no:cacheprovider", *tests]  # fmt: skip
+                   "--rootdir", str(ROOT), "-o", f"cache_dir={ROOT / '.pytest_cache'}",
+                   *tests]  # fmt: skip
         print(f"hostile shell: {' '.join(f'{k}={v}' for k, v in env.items() if k in HOSTILE)} "
               f"PYTHONPATH={path}; in {folder}", flush=True)  # fmt: skip
         started = time.monotonic()
