@@ -40,7 +40,7 @@ test-install: $(STAMP)  ## build the wheel, install it (core; orchestrator) in f
 	$(BIN)/python -m pytest -q -m slow tests/test_install.py $(ARGS)
 
 test-cluster: $(STAMP)  ## a real `ray start` head + worker and `ray job submit`; fake autoscaling; the printed MLflow UI link in Chromium; the servers locked to their owner (slow)
-	$(BIN)/python -m pytest -q -m slow tests/test_cluster_submit.py tests/test_cluster_autoscale.py tests/test_ui_link.py tests/test_extending_ui.py tests/test_servers_locked.py $(ARGS)
+	$(BIN)/python -m pytest -q -m slow tests/test_cluster_submit.py tests/test_cluster_autoscale.py tests/test_ui_link.py tests/test_extending_ui.py tests/test_servers_locked.py tests/test_shared_machine.py $(ARGS)
 
 test-batch: $(STAMP)  ## every cell of ablation and candidates batched = alone, to the last digit (slow; main is in `make test`)
 	$(BIN)/python -m pytest -q -m slow tests/test_batch.py $(ARGS)

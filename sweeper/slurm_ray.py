@@ -25,32 +25,18 @@ import subprocess
 import sys
 import time
 
-NODE_PORTS = (
-    "node-manager-port",
-    "object-manager-port",
-    "dashboard-agent-listen-port",
-    "dashboard-agent-grpc-port",
-    "runtime-env-agent-port",
-    "metrics-export-port",
-)
-HEAD_PORTS = ("port", "ray-client-server-port", "dashboard-port")
+from sweeper.raynode import HEAD_PORTS, NODE_PORTS, free_port_any  # noqa: F401 - used by tests
+from sweeper.raynode import start_flags as raynode_flags
+
 SCONTROL_S = 20.0
 
 
 def start_flags(head: bool) -> list[str]:
-    """``--<name>=<free port>`` for every port a Ray node listens on (and, for the head,
-    the GCS, client server and dashboard ports: Ray checks the last even with the dashboard
-    left off, as it is here: the sweep does not use it)."""
-    names = (*HEAD_PORTS, *NODE_PORTS) if head else NODE_PORTS
-    flags = [f"--{name}={free_port_any()}" for name in names]
+    """``--<name>=<free port>`` for every port a Ray node listens on
+    (:func:`sweeper.raynode.start_flags`), the head's dashboard left off (the sweep does not
+    use it)."""
+    flags = raynode_flags(head)
     return [*flags, "--include-dashboard=false"] if head else flags
-
-
-def free_port_any() -> int:
-    """A port free on every interface of this node (Ray's nodes listen beyond 127.0.0.1)."""
-    with socket.socket() as sock:
-        sock.bind(("", 0))
-        return sock.getsockname()[1]
 
 
 def node_address(node: str) -> str:

@@ -49,12 +49,12 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def recipe_commands() -> dict[str, str]:
-    """docs/clusters.md's local-cluster block: each command line (continuations joined) by its
-    leading ``# <name>:`` comment."""
+def recipe_commands(recipe: str = "local-cluster") -> dict[str, str]:
+    """docs/clusters.md's ``<!-- <recipe> recipe -->`` block: each command line (continuations
+    joined) by its leading ``# <name>:`` comment."""
     text = (ROOT / "docs" / "clusters.md").read_text()
-    block = re.search(r"<!-- local-cluster recipe -->\s*```bash\n(.*?)```", text, re.S)
-    assert block, "docs/clusters.md lost its local-cluster recipe block"
+    block = re.search(rf"<!-- {recipe} recipe -->\s*```bash\n(.*?)```", text, re.S)
+    assert block, f"docs/clusters.md lost its {recipe} recipe block"
     commands: dict[str, str] = {}
     name = None
     for line in block.group(1).replace("\\\n", " ").splitlines():
