@@ -38,7 +38,7 @@ from sweeper.outcome import Declared
 from sweeper.progress import Progress, format_duration
 from sweeper.seeds import budget_of
 from sweeper.store import Done, LeaseLost, SweepStore, check_store, patience_of, resolve_uri
-from sweeper.store.record import Recorder
+from sweeper.store.record import Recorder, refuse_foreign_schema
 from sweeper.task import GENERIC, Task
 from sweeper.ui import browse_hint, comparison
 
@@ -150,6 +150,7 @@ def run_sweep(
         dry_run(cfg, cells, data, cli_overrides, out)
         return SweepResult(str(cfg.experiment.name), "", len(cells), 0)
     check_store(uri)
+    refuse_foreign_schema(uri, cfg.tracking)  # direct writes into another MLflow's schema
     command = sweep_command(cli_overrides).shell()  # the lock's holder, for other drivers
     name = settings.experiment_name(cfg.experiment.get("name"))
     with SweepStore.open(
