@@ -5,6 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 OLDEST := .venv-oldest
+MLFLOW2 := .venv-mlflow2
 EXP ?= smoke
 ARGS ?=
 PAPERS ?= ../shared/papers
@@ -37,7 +38,7 @@ test-install: $(STAMP)  ## build the wheel, install it (core; orchestrator) in f
 	$(BIN)/python -m pytest -q -m slow tests/test_install.py $(ARGS)
 
 test-cluster: $(STAMP)  ## a real `ray start` head + worker and `ray job submit`; fake autoscaling; the printed MLflow UI link in Chromium; the servers locked to their owner (slow)
-	$(BIN)/python -m pytest -q -m slow tests/test_cluster_submit.py tests/test_cluster_autoscale.py tests/test_ui_link.py tests/test_extending_ui.py tests/test_servers_locked.py $(ARGS)
+	$(BIN)/python -m pytest -q -m slow tests/test_cluster_submit.py tests/test_cluster_autoscale.py tests/test_ui_link.py tests/test_extending_ui.py tests/test_servers_locked.py tests/test_shared_machine.py $(ARGS)
 
 test-batch: $(STAMP)  ## every cell of ablation and candidates batched = alone, to the last digit (slow; main is in `make test`)
 	$(BIN)/python -m pytest -q -m slow tests/test_batch.py $(ARGS)
@@ -48,10 +49,16 @@ test-faults: $(STAMP)  ## kill -9 at 30 moments, double Ctrl-C, two drivers: exa
 test-scale: $(STAMP)  ## PostgreSQL-backed server: batches, a server and a database restarted mid-sweep (slow)
 	$(BIN)/python -m pytest -q -m slow tests/test_scale_faults.py tests/test_bulk.py tests/test_postgres_server.py $(ARGS)
 
-test-range: $(STAMP) $(OLDEST)/.installed  ## MLflow and Ray at both ends of their ranges: .venv (upgraded to the newest they allow) and .venv-oldest (their lower bounds) each run the direct writes, the private names, a smoke sweep, its resume and its report (slow)
+test-range: $(STAMP) $(OLDEST)/.installed $(MLFLOW2)/.installed  ## MLflow and Ray at both ends of their ranges: .venv (upgraded to the newest they allow) and .venv-oldest (their lower bounds) each run the direct writes, the private names, a smoke sweep, its resume and its report; a sweep into an MLflow 2.22 server (slow)
 	$(BIN)/python -m tests.version_range newest > $(VENV)/newest.txt
 	$(BIN)/python -m pip install --quiet --upgrade -r $(VENV)/newest.txt
-	$(BIN)/python -m pytest -q -m slow tests/test_version_range.py $(ARGS)
+	$(BIN)/python -m pytest -q -m slow tests/test_version_range.py tests/test_mlflow2_server.py $(ARGS)
+
+# A tracking server of MLflow's previous major line, in its own venv (tests/test_mlflow2_server.py).
+$(MLFLOW2)/.installed:
+	test -x $(MLFLOW2)/bin/python || $(PYTHON) -m venv $(MLFLOW2)
+	$(MLFLOW2)/bin/python -m pip install --quiet "mlflow==2.22.*" "sqlalchemy<2.1"
+	touch $@
 
 # The oldest end: the package with each ranged library at its lower bound (tests/version_range.py).
 $(OLDEST)/.installed: pyproject.toml setup.py tests/version_range.py $(STAMP)
@@ -112,4 +119,4 @@ help:  ## every target, with what it does
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:[^#]*## /\t/' | expand -t 20
 
 clean:
-	rm -rf $(VENV) $(OLDEST) .venv-mlflow2 outputs multirun mlflow.db mlflow.db.lock mlartifacts reports
+	rm -rf $(VENV) $(OLDEST) $(MLFLOW2) outputs multirun mlflow.db mlflow.db.lock mlartifacts reports

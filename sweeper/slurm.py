@@ -108,11 +108,14 @@ RAY={ray}
 export MLFLOW_TRACKING_URI={tracking_uri}
 export PYTHONUNBUFFERED=1
 {env_lines}
-# Ray's token authentication: every node of this job gets the same token through srun's
-# environment (a fresh one per job unless $RAY_AUTH_TOKEN is set when submitting).
-export RAY_AUTH_MODE=token
-token=$("$PY" -c 'import secrets; print(secrets.token_hex(32))')
-export RAY_AUTH_TOKEN="${{RAY_AUTH_TOKEN:-$token}}"
+# Ray's token authentication (Ray 2.52 and later; an older Ray says it has none and starts
+# without): every node of this job gets the same token through srun's environment (a fresh
+# one per job unless $RAY_AUTH_TOKEN is set when submitting).
+if "$PY" -m sweeper.slurm_ray token-auth; then
+  export RAY_AUTH_MODE=token
+  token=$("$PY" -c 'import secrets; print(secrets.token_hex(32))')
+  export RAY_AUTH_TOKEN="${{RAY_AUTH_TOKEN:-$token}}"
+fi
 OVERRIDES=({overrides})
 RAY_TMP=/tmp/sweeper-ray-$SLURM_JOB_ID  # its own: no other Ray's ray_current_cluster
 

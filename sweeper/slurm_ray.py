@@ -25,32 +25,18 @@ import subprocess
 import sys
 import time
 
-NODE_PORTS = (
-    "node-manager-port",
-    "object-manager-port",
-    "dashboard-agent-listen-port",
-    "dashboard-agent-grpc-port",
-    "runtime-env-agent-port",
-    "metrics-export-port",
-)
-HEAD_PORTS = ("port", "ray-client-server-port", "dashboard-port")
+from sweeper.raynode import HEAD_PORTS, NODE_PORTS, free_port_any  # noqa: F401 - used by tests
+from sweeper.raynode import start_flags as raynode_flags
+
 SCONTROL_S = 20.0
 
 
 def start_flags(head: bool) -> list[str]:
-    """``--<name>=<free port>`` for every port a Ray node listens on (and, for the head,
-    the GCS, client server and dashboard ports: Ray checks the last even with the dashboard
-    left off, as it is here: the sweep does not use it)."""
-    names = (*HEAD_PORTS, *NODE_PORTS) if head else NODE_PORTS
-    flags = [f"--{name}={free_port_any()}" for name in names]
+    """``--<name>=<free port>`` for every port a Ray node listens on
+    (:func:`sweeper.raynode.start_flags`), the head's dashboard left off (the sweep does not
+    use it)."""
+    flags = raynode_flags(head)
     return [*flags, "--include-dashboard=false"] if head else flags
-
-
-def free_port_any() -> int:
-    """A port free on every interface of this node (Ray's nodes listen beyond 127.0.0.1)."""
-    with socket.socket() as sock:
-        sock.bind(("", 0))
-        return sock.getsockname()[1]
 
 
 def node_address(node: str) -> str:
@@ -113,6 +99,27 @@ def _listening(host: str, port: int) -> bool:
         return False
 
 
+TOKEN_AUTH_RAY = "2.52"
+"""The first Ray with token authentication (``RAY_AUTH_MODE=token``); older ones ignore it."""
+
+
+def token_auth() -> str:
+    """'' when this Ray has token authentication, else the one paragraph saying what a
+    cluster without it means (the job then starts Ray without it)."""
+    import ray
+    from packaging.version import Version
+
+    if Version(ray.__version__) >= Version(TOKEN_AUTH_RAY):
+        return ""
+    return (
+        f"note: Ray {ray.__version__} has no token authentication (Ray {TOKEN_AUTH_RAY} and "
+        "later): this job's Ray nodes start without it, so anyone who reaches their ports on "
+        "the cluster's network can submit work to them. Install Ray "
+        f"{TOKEN_AUTH_RAY} or later into this Python (the cluster's nodes run the same "
+        "Ray), or keep the allocation's nodes on a network only you reach"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m sweeper.slurm_ray",
@@ -126,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     wait.add_argument("--address", required=True, help="the head's HOST:PORT")
     wait.add_argument("--nodes", type=int, required=True, help="alive nodes to wait for")
     wait.add_argument("--timeout", type=float, default=300.0, help="seconds (default 300)")
+    commands.add_parser("token-auth", help="exit 0 if this Ray has token authentication")
     address = commands.add_parser("head-ip", help="a node's address (Slurm's NodeAddr)")
     address.add_argument("node", help="the node's name (scontrol show hostnames)")
     args = parser.parse_args(argv)
@@ -135,6 +143,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "flags":
         print(" ".join(start_flags(args.head)))
         return 0
+    if args.command == "token-auth":
+        note = token_auth()
+        if note:
+            print(note, file=sys.stderr)
+        return 1 if note else 0
     return 0 if wait_for_nodes(args.address, args.nodes, args.timeout) else 1
 
 

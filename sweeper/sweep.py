@@ -44,10 +44,12 @@ from sweeper.store import (
     SweepStore,
     check_store,
     patience_of,
+    refuse_foreign_schema,
     resolve_uri,
 )
 from sweeper.task import GENERIC, Task
 from sweeper.ui import browse_hint, comparison
+from sweeper.uri import redact
 
 MAX_LISTED_FAILURES = 20
 MAX_SUMMARY_ROWS = 60
@@ -157,6 +159,7 @@ def run_sweep(
         dry_run(cfg, cells, data, cli_overrides, out)
         return SweepResult(str(cfg.experiment.name), "", len(cells), 0)
     check_store(uri)
+    refuse_foreign_schema(uri, cfg.tracking)  # direct writes into another MLflow's schema
     command = sweep_command(cli_overrides).shell()  # the lock's holder, for other drivers
     name = settings.experiment_name(cfg.experiment.get("name"))
     with SweepStore.open(
@@ -226,7 +229,7 @@ def _sweep(
             print_summary(result, out)
             return result
     description = str(cfg.experiment.get("description") or "")
-    config_yaml = settings.redact(OmegaConf.to_yaml(cfg))
+    config_yaml = redact(OmegaConf.to_yaml(cfg))
     key = sweep_key(cells.keys)
     result.reaped, result.rebuilt_rows = store.begin(key, config_yaml, description, cells, rerun)
     result.parent_run_id = store.parent_run_id

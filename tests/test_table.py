@@ -98,31 +98,47 @@ def test_a_damaged_consolidated_file_is_said_an_absent_table_is_not(tmp_path, ca
     assert f"the sweep's table file {consolidated} cannot be read (ArrowInvalid" in said
 
 
-def test_a_remote_file_absent_from_the_listing_is_absent_a_failing_listing_is_an_error(tmp_path):
+def test_a_remote_file_absent_from_the_listing_is_absent_a_failing_listing_is_an_error(
+    tmp_path, monkeypatch
+):
     """MLflow's download says "does not exist" for any failure, so absence is asked of the
-    listing, and a store that fails to list is not taken for a table without files."""
+    listing, and a store that fails to list is not taken for a table without files. Both go
+    to the run's artifact location (not ``runs:/``, which an MLflow 2 server cannot list)."""
 
-    class Listing:
+    class Store:
+        tracking_uri = "http://127.0.0.1:5000"
+
         def __init__(self, names=(), fails=False):
             self.names, self.fails, self.downloads = list(names), fails, []
 
-        def list_artifacts(self, run_id, folder=None):
+        def get_run(self, run_id):
+            info = type("Info", (), {"artifact_uri": f"mlflow-artifacts:/1/{run_id}/artifacts/"})
+            return type("Run", (), {"info": info})
+
+        def list_artifacts(self, artifact_uri, tracking_uri):
+            assert tracking_uri == self.tracking_uri
             if self.fails:
                 raise ConnectionRefusedError(111, "Connection refused")
+            folder = artifact_uri.removeprefix("mlflow-artifacts:/1/r/artifacts").strip("/")
             return [type("F", (), {"path": f"{folder}/{n}" if folder else n}) for n in self.names]
 
-        def download_artifacts(self, run_id, path, into):
-            self.downloads.append(path)
+        def download_artifacts(self, artifact_uri, dst_path, tracking_uri):
+            self.downloads.append(artifact_uri)
             return str(tmp_path / "downloaded")
 
-    absent = Listing()
-    assert ArtifactIO(absent, lambda _: None).fetch("r", "cells.parquet", tmp_path) is None
+    def use(store):
+        monkeypatch.setattr("mlflow.artifacts.list_artifacts", store.list_artifacts)
+        monkeypatch.setattr("mlflow.artifacts.download_artifacts", store.download_artifacts)
+        return ArtifactIO(store, lambda _: None)
+
+    absent = Store()
+    assert use(absent).fetch("r", "cells.parquet", tmp_path) is None
     assert absent.downloads == []
-    there = Listing(["part-000001.parquet"])
-    io_ = ArtifactIO(there, lambda _: None)
-    assert io_.fetch("r", "cells/part-000001.parquet", tmp_path) == tmp_path / "downloaded"
+    there = Store(["part-000001.parquet"])
+    assert use(there).fetch("r", "cells/part-000001.parquet", tmp_path) == tmp_path / "downloaded"
+    assert there.downloads == ["mlflow-artifacts:/1/r/artifacts/cells/part-000001.parquet"]
     with pytest.raises(ConnectionRefusedError):
-        ArtifactIO(Listing(fails=True), lambda _: None).fetch("r", "cells.parquet", tmp_path)
+        use(Store(fails=True)).fetch("r", "cells.parquet", tmp_path)
 
 
 def test_through_mlflow_the_table_is_appended_consolidated_and_read_the_same(tmp_path):

@@ -1,8 +1,8 @@
 """The ranges pyproject.toml allows MLflow and Ray, and the pins of either end (issue #26,
 item 3). ``make test-range`` installs them::
 
-    python -m tests.version_range oldest   # mlflow==3.16.1, ray[default]==2.60
-    python -m tests.version_range newest   # mlflow<3.18,>=3.16.1, ray[default]<2.61,>=2.60
+    python -m tests.version_range oldest   # mlflow==3.16.1, ray[default]==2.50
+    python -m tests.version_range newest   # mlflow<3.19,>=3.16.1, ray[default]<2.61,>=2.50
 
 Each prints a pip requirements file, one line per library: the oldest end pins each ranged
 library to its lower bound; the newest end is the range itself, installed with

@@ -39,7 +39,15 @@ from sweeper.store.index import IndexEntry, read_index
 from sweeper.store.lock import AdvisoryLock, Fence, Lease, LeaseLost, store_lock
 from sweeper.store.migrate import Cells, carry_over
 from sweeper.store.parent import SweepRun
-from sweeper.store.record import Batching, Recorder, Says, open_writer, patience_of, patiently
+from sweeper.store.record import (
+    Batching,
+    Recorder,
+    Says,
+    open_writer,
+    patience_of,
+    patiently,
+    refuse_foreign_schema,
+)
 from sweeper.store.settle import (
     clear_orphans,
     leftovers,
@@ -59,6 +67,7 @@ __all__ = [
     "SweepStore",
     "check_store",
     "patience_of",
+    "refuse_foreign_schema",
     "resolve_uri",
     "within",
 ]

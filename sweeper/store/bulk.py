@@ -108,6 +108,21 @@ def database_of(uri: str, database: str | None) -> str | None:
     return uri if scheme in ("sqlite", "postgresql") else None
 
 
+def schema_revision(database: str) -> tuple[str | None, str]:
+    """(the MLflow schema revision of ``database``, the one this MLflow writes): read only,
+    from alembic's ``alembic_version`` table (None when it has none)."""
+    head = mlflow_private.get("latest_revision")()
+    engine = sa.create_engine(database)
+    try:
+        with engine.connect() as connection:
+            if not sa.inspect(connection).has_table("alembic_version"):
+                return None, head
+            found = connection.execute(sa.text("select version_num from alembic_version"))
+            return found.scalar(), head
+    finally:
+        engine.dispose()
+
+
 class BulkWriter:
     """Writes batches of :class:`RunRecord` into the MLflow database ``database``.
 

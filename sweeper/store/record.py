@@ -37,7 +37,7 @@ from omegaconf import DictConfig
 from sweeper import memory
 from sweeper.errors import StoreFailed, SweepError, boolean
 from sweeper.process import now_ms
-from sweeper.store.bulk import BulkWriter, RunRecord, database_of, refuse
+from sweeper.store.bulk import BulkWriter, RunRecord, database_of, refuse, schema_revision
 from sweeper.store.cellruns import (
     CellLike,
     OutcomeLike,
@@ -48,10 +48,11 @@ from sweeper.store.cellruns import (
     supersede,
 )
 from sweeper.store.failures import STORE_ERRORS, transient
-from sweeper.store.lock import Fence
+from sweeper.store.lock import Fence, known_revision
 from sweeper.store.parent import SweepRun
 from sweeper.store.settle import pending
 from sweeper.store.tracking import Tracker
+from sweeper.store.tracking import bounded as bounded_uri
 from sweeper.uri import redact
 
 T = TypeVar("T")
@@ -96,6 +97,37 @@ class Batching:
         direct = boolean(tracking.get("direct_writes", True), "tracking.direct_writes", True)
         database = database_of(tracker.uri, tracking.get("database")) if direct else None
         return cls(database, **values)
+
+
+def refuse_foreign_schema(uri: str, tracking: DictConfig) -> None:
+    """Refuse direct writes (``tracking.database``) into a tracking server's database whose
+    MLflow schema is not this MLflow's (a server a release behind, say MLflow 2.22): one
+    paragraph, before anything is opened or written; the API path is named. A database that
+    cannot be reached is left to :func:`open_writer` to say."""
+    direct = boolean(tracking.get("direct_writes", True), "tracking.direct_writes", True)
+    database = tracking.get("database")
+    if not direct or not database or str(database) == uri:
+        return  # the store itself: this MLflow opens it (and a sqlite store it upgrades)
+    try:
+        revision, head = schema_revision(bounded_uri(str(database), 30.0))
+    except (*STORE_ERRORS, ImportError, ValueError):
+        return
+    if revision == head:
+        return
+    import mlflow
+
+    made = "no MLflow" if revision is None else (
+        "an older MLflow" if known_revision(revision) else "a newer MLflow"
+    )  # fmt: skip
+    raise SweepError(
+        f"tracking.database={redact(str(database))} holds the schema of {made} (revision "
+        f"{revision}), not this MLflow's ({mlflow.__version__}, revision {head}): direct writes "
+        "write only the schema they know, so nothing was written into it. Leave "
+        "tracking.database unset (or set tracking.direct_writes=false): the runs then go "
+        f"through the tracking server's API at {redact(uri)}, which works with a server of "
+        "another MLflow release (2.22 and later); or run the server with this MLflow, after "
+        "`mlflow db upgrade` on a backup of its database"
+    )
 
 
 def open_writer(batching: Batching, tracker: Tracker) -> BulkWriter | None:

@@ -81,6 +81,16 @@ class ArtifactIO:
 
     def __init__(self, client: Any, local_dir: Any) -> None:
         self.client, self.local_dir = client, local_dir
+        self._roots: dict[str, str] = {}
+
+    def _uri(self, run_id: str, path: str) -> str:
+        """The URI of artifact ``path`` of run ``run_id`` in the run's artifact location.
+        Listing and downloading go there, not through ``runs:/``: MLflow 3 lists a ``runs:/``
+        folder together with its logged models' artifacts, an API an MLflow 2 server answers
+        with 404."""
+        if run_id not in self._roots:
+            self._roots[run_id] = self.client.get_run(run_id).info.artifact_uri.rstrip("/")
+        return f"{self._roots[run_id]}/{path}" if path else self._roots[run_id]
 
     def write(self, run_id: str, path: str, data: bytes) -> None:
         """Write ``data`` as artifact ``path`` (atomically, by rename, when local)."""
@@ -108,7 +118,14 @@ class ArtifactIO:
         folder, _, name = path.rpartition("/")
         if name not in self.names(run_id, folder):
             return None
-        return Path(self.client.download_artifacts(run_id, path, str(into)))
+        from mlflow import artifacts
+
+        uri, tracking = self._uri(run_id, path), self.client.tracking_uri
+        return Path(
+            artifacts.download_artifacts(
+                artifact_uri=uri, dst_path=str(into), tracking_uri=tracking
+            )
+        )
 
     def load(self, run_id: str, path: str, parse: Callable[[bytes], T], instead: str) -> T | None:
         """Artifact ``path`` read by ``parse``, or None when the run has none; one that cannot
@@ -143,7 +160,13 @@ class ArtifactIO:
         if local is not None:
             directory = local / folder
             return sorted(p.name for p in directory.iterdir()) if directory.is_dir() else []
-        return sorted(Path(f.path).name for f in self.client.list_artifacts(run_id, folder or None))
+        from mlflow import artifacts
+
+        uri, tracking = self._uri(run_id, folder), self.client.tracking_uri
+        return sorted(
+            Path(f.path).name
+            for f in artifacts.list_artifacts(artifact_uri=uri, tracking_uri=tracking)
+        )
 
     def delete(self, run_id: str, paths: Iterable[str]) -> None:
         """Delete local artifacts; on a remote artifact store they stay (readers skip them)."""
