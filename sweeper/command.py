@@ -86,6 +86,12 @@ def record(orig_argv: Sequence[str] | None = None) -> Command:
     return _recorded[0]
 
 
+def forget() -> None:
+    """Forget the recorded command: the next sweep of this process (the Python API's, after a
+    command line ran in it, as in a test session) is said as ``python -m sweeper``."""
+    _recorded.clear()
+
+
 def sweep_command(overrides: Sequence[str] = ()) -> Command:
     """The command that runs this sweep again: the one recorded at the start, else (the
     Python API, tests) ``python -m sweeper`` with ``overrides``."""

@@ -13,6 +13,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
+from sweeper import command
 from sweeper.paths import CONF_DIR
 from sweeper.store.parent import SweepRun
 
@@ -36,6 +37,14 @@ def pytest_configure(config: pytest.Config) -> None:  # noqa: ARG001 - pytest's 
         del os.environ[name]
     entries = {os.path.abspath(p) for p in path.split(os.pathsep) if p}
     sys.path[:] = [p for p in sys.path if not p or os.path.abspath(p) not in entries]
+
+
+@pytest.fixture(autouse=True)
+def _no_recorded_command() -> Iterator[None]:
+    """A command line run in this process (``sweeper.__main__.entry``) records pytest's own
+    argv as the sweep's command; the sweeps of later tests must not repeat it."""
+    yield
+    command.forget()
 
 
 @pytest.fixture
