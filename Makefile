@@ -10,7 +10,7 @@ EXP ?= smoke
 ARGS ?=
 PAPERS ?= ../shared/papers
 
-.PHONY: help reproduce run test test-papers test-slow test-batch test-faults test-scale test-range test-slurm bench-scale tracking-server test-experiments test-install test-cluster bench-orchestration bench-tuners lint bench report check-pages clean movielens obd
+.PHONY: help reproduce run test test-papers test-e2e test-slow test-batch test-faults test-scale test-range test-slurm bench-scale tracking-server test-experiments test-install test-cluster bench-orchestration bench-tuners lint bench report check-pages clean movielens obd
 
 # An editable install: setuptools' import finder maps sweeper_tasks to tasks/ (setup.py); the
 # checkout itself is not put on sys.path, so a tasks.py beside the user shadows nothing of ours.
@@ -27,6 +27,9 @@ test: $(STAMP)  ## the test suite (slow-marked reproductions excluded), from a h
 	$(BIN)/python -m ruff check .
 	$(BIN)/python -m tests.hermetic $(ARGS)
 
+test-e2e: $(STAMP)  ## whole sweeps of 20 s to a minute each: the docs' walk-throughs, kills mid-sweep, main batched = alone (~8 min; marked e2e, kept out of `make test`)
+	$(BIN)/python -m tests.hermetic -m e2e $(ARGS)
+
 test-papers: $(STAMP)  ## the published numbers against the papers' text (PAPERS=dir of the papers' .txt)
 	@test -d "$(PAPERS)" || { echo "make test-papers: no papers at PAPERS=$(PAPERS); set PAPERS=<directory of the papers' text files>" >&2; exit 2; }
 	SWEEPER_PAPERS_DIR="$(abspath $(PAPERS))" $(BIN)/python -m pytest -q -m papers $(ARGS)
@@ -40,7 +43,7 @@ test-install: $(STAMP)  ## build the wheel, install it (core; orchestrator) in f
 test-cluster: $(STAMP)  ## a real `ray start` head + worker and `ray job submit`; fake autoscaling; the printed MLflow UI link in Chromium; the servers locked to their owner (slow)
 	$(BIN)/python -m pytest -q -m slow tests/test_cluster_submit.py tests/test_cluster_autoscale.py tests/test_ui_link.py tests/test_extending_ui.py tests/test_servers_locked.py tests/test_shared_machine.py $(ARGS)
 
-test-batch: $(STAMP)  ## every cell of ablation and candidates batched = alone, to the last digit (slow; main is in `make test`)
+test-batch: $(STAMP)  ## every cell of ablation and candidates batched = alone, to the last digit (slow; main is in `make test-e2e`)
 	$(BIN)/python -m pytest -q -m slow tests/test_batch.py $(ARGS)
 
 test-faults: $(STAMP)  ## kill -9 at 30 moments, double Ctrl-C, two drivers: exactly once (slow)

@@ -78,6 +78,7 @@ def test_a_seed_budget_is_checked_before_anything_runs(composer, tracking_uri):
         run_sweep(composer(unset), composer, unset, out=io.StringIO())
 
 
+@pytest.mark.e2e
 def test_killed_midway_it_resumes_to_the_same_decisions(tmp_path, composer):
     db = tmp_path / "mlflow.db"
     args = [sys.executable, "-m", "sweeper", *_overrides(f"sqlite:///{db}", "killed", BUDGET),

@@ -56,6 +56,7 @@ def test_a_baseline_the_grid_lacks_is_refused_before_anything_runs(tmp_path, arg
     assert "Traceback" not in done.stderr and not store.exists()
 
 
+@pytest.mark.e2e
 def test_the_docs_seed_budget_example_decides_on_smoke(tmp_path):
     """docs/seeds.md's first command, as written, against smoke's baseline (Theory): every
     comparison is decided at the budget's minimum, 10 seeds of 6 settings (60 of 240 cells),
@@ -73,6 +74,7 @@ def test_the_docs_seed_budget_example_decides_on_smoke(tmp_path):
     assert (paired["n_pairs"] == 10).all()
 
 
+@pytest.mark.e2e
 def test_the_command_line_baseline_reaches_the_report(tmp_path):
     store = f"sqlite:///{tmp_path}/mlflow.db"
     args = ["+exp=smoke", "seeds=2", "horizon=200", "algorithm=linucb", "baseline=tl"]

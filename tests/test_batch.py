@@ -95,7 +95,7 @@ def differences(alone: dict[str, Any], batched: dict[str, Any]) -> list[str]:
 @pytest.mark.parametrize(
     "experiment",
     [
-        "main",
+        pytest.param("main", marks=pytest.mark.e2e),
         pytest.param("ablation", marks=pytest.mark.slow),
         pytest.param("candidates", marks=pytest.mark.slow),
     ],

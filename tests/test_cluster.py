@@ -12,9 +12,11 @@ import subprocess
 import sys
 from collections import Counter
 
+import pytest
 from mlflow import MlflowClient
 
 
+@pytest.mark.e2e
 def test_a_sweep_on_a_two_node_cluster_uses_both_nodes(tmp_path, tracking_uri):
     from ray.cluster_utils import Cluster
 

@@ -147,6 +147,7 @@ def test_the_extending_page_example_checks_and_sweeps(tmp_path):
         assert said in run_example(command, tmp_path, store).stdout
 
 
+@pytest.mark.e2e
 def test_the_extending_page_walks_from_the_tuner_to_the_comparison(tmp_path):
     """Its experiment against OP, TL and CDT, then the report: the paired table reads
     "ε-greedy minus each tuner", the same numbers as sweeper.load's compare()."""

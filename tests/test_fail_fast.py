@@ -158,6 +158,7 @@ def test_the_command_line_says_it_once_without_a_traceback(tmp_path):
     assert "Traceback" not in done.stderr and "Error executing job" not in done.stderr
 
 
+@pytest.mark.e2e
 def test_cells_bigger_than_every_node_are_refused(tmp_path):
     done = _cli(
         "task=toy",

@@ -74,6 +74,7 @@ def test_the_check_leaves_the_cdt_run_unchanged(composer, algorithm):
     assert 0 <= summary["lipschitz_slope"] <= summary["max_slope"]
 
 
+@pytest.mark.e2e
 def test_every_rate_sees_the_same_run_and_centring_sums_to_zero(composer):
     values = [
         lipschitz_check.run_cell(_config(composer, "algorithm=linucb", f"check.rate={rate}"))

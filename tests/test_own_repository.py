@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from mlflow import MlflowClient
 
 from sweeper.cells import cell_key
@@ -23,6 +24,7 @@ TRAP = "raise SystemExit('the user\\'s {name} was imported by the sweep')\n"
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.e2e
 def test_a_sweep_runs_beside_a_tasks_py_and_a_tasks_package(tmp_path: Path):
     repo = tmp_path / "my_research"
     (repo / "tasks").mkdir(parents=True)

@@ -55,6 +55,7 @@ def test_the_public_names_are_few_and_documented():
         sweeper.run_sweep  # noqa: B018  (internal names are not public)
 
 
+@pytest.mark.e2e
 def test_run_leaves_the_process_as_it_found_it(tmp_path):
     """Environment, Arrow's pool, loggers, signal handlers: equal after two sweeps (the
     second resumes) as before any; no Ray left running; the results are the command's."""
@@ -97,6 +98,7 @@ def test_run_leaves_the_process_as_it_found_it(tmp_path):
     }  # fmt: skip
 
 
+@pytest.mark.e2e
 def test_run_reuses_a_ray_the_caller_started_and_leaves_it_running(tmp_path):
     code = textwrap.dedent(f"""
         import json, ray, sweeper

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 EPILOGUE = """
@@ -40,6 +41,7 @@ def _clean_env() -> dict[str, str]:
     return env
 
 
+@pytest.mark.e2e
 def test_the_python_page_runs_and_its_numbers_are_the_reports(tmp_path):
     script = tmp_path / "walkthrough.py"
     script.write_text("\n".join(_blocks()) + EPILOGUE)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from sweeper.report.load import load_experiment
 from sweeper.servers import finished_runs
@@ -63,6 +64,7 @@ def _views(uri: str, name: str) -> tuple[dict, dict, dict]:
     return index, report, dict(zip(table["cell_key"], table["run_id"], strict=True))
 
 
+@pytest.mark.e2e
 def test_after_a_rerun_killed_midway_the_index_the_report_and_the_table_agree(
     tmp_path, ray_address
 ):

@@ -77,6 +77,7 @@ def _finished(uri: str) -> int:
         return 0
 
 
+@pytest.mark.e2e
 def test_the_printed_resume_line_resumes_a_config_dir_sweep_from_another_shell(tmp_path):
     """Interrupted with Ctrl-C, a sweep of the user's own tuner (a module on PYTHONPATH, an
     experiment in a --config-dir with a space in its name, a relative sqlite store) prints
