@@ -103,7 +103,8 @@ def refuse_foreign_schema(uri: str, tracking: DictConfig) -> None:
     """Refuse direct writes (``tracking.database``) into a tracking server's database whose
     MLflow schema is not this MLflow's (a server a release behind, say MLflow 2.22): one
     paragraph, before anything is opened or written; the API path is named. A database that
-    cannot be reached is left to :func:`open_writer` to say."""
+    cannot be reached, or holds no MLflow schema yet, is left to the store's opening and
+    :func:`open_writer`."""
     direct = boolean(tracking.get("direct_writes", True), "tracking.direct_writes", True)
     database = tracking.get("database")
     if not direct or not database or str(database) == uri:
@@ -112,13 +113,11 @@ def refuse_foreign_schema(uri: str, tracking: DictConfig) -> None:
         revision, head = schema_revision(bounded_uri(str(database), 30.0))
     except (*STORE_ERRORS, ImportError, ValueError):
         return
-    if revision == head:
-        return
+    if revision is None or revision == head:
+        return  # this MLflow's schema, or none yet: the store creates it when it opens
     import mlflow
 
-    made = "no MLflow" if revision is None else (
-        "an older MLflow" if known_revision(revision) else "a newer MLflow"
-    )  # fmt: skip
+    made = "an older MLflow" if known_revision(revision) else "a newer MLflow"
     raise SweepError(
         f"tracking.database={redact(str(database))} holds the schema of {made} (revision "
         f"{revision}), not this MLflow's ({mlflow.__version__}, revision {head}): direct writes "
