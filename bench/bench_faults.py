@@ -168,12 +168,16 @@ def poller_trial(workdir: Path, index: int, address: str) -> Trial:
     )
     time.sleep(1.0)  # the poller is importing MLflow while the driver starts
     driven = spawn(args, db.parent, "driven")
-    return _to_the_end(driven, db, uri, trial, "beside a poller", then=lambda: finish(poller, 60))
+    return _to_the_end(
+        driven, db, uri, trial, "beside a poller", then=lambda: finish(poller, 60), args=args
+    )
 
 
-def _to_the_end(proc, db: Path, uri: str, trial: Trial, what: str, then=None) -> Trial:
-    """The driver ``proc`` (output ``driven.out``) run to its end: it must exit 0 and leave
-    the store exactly once (``then``: what to wait for after it)."""
+def _to_the_end(
+    proc, db: Path, uri: str, trial: Trial, what: str, then=None, args: list[str] | None = None
+) -> Trial:
+    """The driver ``proc`` (output ``driven.out``, the command line ``args``) run to its end:
+    it must exit 0 and leave the store exactly once (``then``: what to wait for after it)."""
     code = finish(proc)
     trial.exit_codes.append(code)
     if then is not None:
@@ -182,7 +186,7 @@ def _to_the_end(proc, db: Path, uri: str, trial: Trial, what: str, then=None) ->
     if code != 0:
         out = (db.parent / "driven.out").read_text()
         trial.violations.append(f"the driver exited {code} {what}: {out[-400:]}")
-    trial.violations += violations(uri)
+    trial.violations += violations(uri, args=args)
     return trial
 
 
@@ -205,7 +209,9 @@ def worker_kill_trial(workdir: Path, index: int, address: str, moment: float) ->
         except (ProcessLookupError, ValueError):
             trial.resume_notes.append("the worker had already ended")
     trial.finished_before = finished_runs(db)
-    return _to_the_end(proc, db, uri, trial, "after a worker died")
+    return _to_the_end(
+        proc, db, uri, trial, "after a worker died", args=[*args, f"+toy.pid_dir={pids}"]
+    )
 
 
 SIGNALS = {

@@ -107,7 +107,7 @@ def wait_finished(proc: subprocess.Popen, db: Path, count: int, limit_s: float =
         time.sleep(0.1)
 
 
-def violations(uri: str, cells: int = CELLS) -> list[str]:
+def violations(uri: str, cells: int = CELLS, args: list[str] | None = None) -> list[str]:
     """What breaks "exactly once" in the store (see the module docstring); [] when none."""
     from mlflow import MlflowClient
 
@@ -143,11 +143,11 @@ def violations(uri: str, cells: int = CELLS) -> list[str]:
     table = None if newest is None else tracker.table(newest.info.run_id).current()
     if table is None or set(zip(table["cell_key"], table["run_id"], strict=True)) != results:
         bad.append("the newest sweep table's rows differ from the cells' current runs")
-    bad += _disagreements(tracker, uri)
+    bad += _disagreements(tracker, uri, ARGS if args is None else args)
     return bad
 
 
-def _disagreements(tracker, uri: str) -> list[str]:
+def _disagreements(tracker, uri: str, args: list[str]) -> list[str]:
     """The resume index, the dry run, the report and ``sweeper.load`` must pick the same run
     of every cell (issues #26 and #38: one reader, sweeper/store/reader.py)."""
     import sweeper
@@ -156,7 +156,7 @@ def _disagreements(tracker, uri: str) -> list[str]:
 
     index = {k: e.run_id for k, e in read_index(tracker).finished.items()}
     views = {
-        "the dry run": _dry_run_view(uri),
+        "the dry run": _dry_run_view(uri, args),
         "the report": _finished(load_experiment(NAME, uri).cells),
         "sweeper.load": _finished(sweeper.load(NAME, tracking_uri=uri).cells),
     }
@@ -173,16 +173,16 @@ def _finished(cells) -> dict[str, str]:
     return dict(zip(finished["cell_key"], finished["run_id"], strict=True))
 
 
-def _dry_run_view(uri: str) -> dict[str, str]:
-    """cell key -> run of the cells the dry run of :data:`ARGS` counts done (in process: the
-    grid composed as the command line composes it)."""
+def _dry_run_view(uri: str, args: list[str]) -> dict[str, str]:
+    """cell key -> run of the cells the dry run of the sweep's command line ``args`` counts
+    done (in process: the grid composed as the command line composes it)."""
     from sweeper.api import hydra_app
     from sweeper.configs import compose
     from sweeper.dryrun import _finished_runs
     from sweeper.grid import expand
 
     with hydra_app([]):
-        overrides = [*ARGS, f"tracking.uri={uri}"]
+        overrides = [*(a for a in args if not a.startswith("tracking.uri=")), f"tracking.uri={uri}"]
         cells = expand(compose(overrides), compose, overrides)
     return {k: c.run_id for k, c in _finished_runs(uri, NAME, cells).items()}
 
@@ -207,7 +207,7 @@ def resume(
     if code != 0:
         trial.violations.append(f"the resume exited {code}: {out[-400:]}")
     if check:
-        trial.violations += violations(uri, cells)
+        trial.violations += violations(uri, cells, args)
 
 
 def wait_for(path: Path, text: str, proc: subprocess.Popen, limit_s: float = 120) -> bool:
