@@ -27,7 +27,7 @@ test: $(STAMP)  ## the test suite (slow-marked reproductions excluded), from a h
 	$(BIN)/python -m ruff check .
 	$(BIN)/python -m tests.hermetic $(ARGS)
 
-test-e2e: $(STAMP)  ## whole sweeps of 20 s to a minute each: the docs' walk-throughs, kills mid-sweep, main batched = alone (~8 min; marked e2e, kept out of `make test`)
+test-e2e: $(STAMP)  ## whole sweeps of 20 s to a minute each: the docs' walk-throughs, kills mid-sweep, main batched = alone (~13 min; marked e2e, kept out of `make test`)
 	$(BIN)/python -m tests.hermetic -m e2e $(ARGS)
 
 test-papers: $(STAMP)  ## the published numbers against the papers' text (PAPERS=dir of the papers' .txt)
@@ -46,8 +46,9 @@ test-cluster: $(STAMP)  ## a real `ray start` head + worker and `ray job submit`
 test-batch: $(STAMP)  ## every cell of ablation and candidates batched = alone, to the last digit (slow; main is in `make test-e2e`)
 	$(BIN)/python -m pytest -q -m slow tests/test_batch.py $(ARGS)
 
-test-faults: $(STAMP)  ## kill -9 at 30 moments, double Ctrl-C, two drivers: exactly once (slow)
-	$(BIN)/python -m pytest -q -m slow tests/test_faults_injection.py $(ARGS)
+KILLS ?= 30
+test-faults: $(STAMP)  ## kill -9 at KILLS (30) moments, worker kills, double Ctrl-C, two drivers, stalls: exactly once (slow)
+	SWEEPER_FAULT_KILLS=$(KILLS) $(BIN)/python -m pytest -q -m slow tests/test_faults_injection.py $(ARGS)
 
 test-scale: $(STAMP)  ## PostgreSQL-backed server: batches, a server and a database restarted mid-sweep (slow)
 	$(BIN)/python -m pytest -q -m slow tests/test_scale_faults.py tests/test_bulk.py tests/test_postgres_server.py $(ARGS)

@@ -85,6 +85,7 @@ def test_the_command_line_baseline_reaches_the_report(tmp_path):
     assert sorted(paired["Tuner"]) == ["Fixed", "Theory"]
 
 
+@pytest.mark.e2e
 def test_an_experiment_narrowed_on_the_command_line_runs_without_a_comparison(tmp_path):
     store = f"sqlite:///{tmp_path}/mlflow.db"
     args = ["+exp=smoke", "seeds=1", "horizon=100", "tuner=tl", "algorithm=linucb"]

@@ -48,6 +48,7 @@ def test_a_misspelled_name_is_bad_input_with_the_closest_names(tmp_path, args, s
     assert not (tmp_path / "m.db").exists(), "bad input opened the store"
 
 
+@pytest.mark.e2e
 def test_no_hydra_directories_are_left_behind(tmp_path):
     work, store, tmp = tmp_path / "work", tmp_path / "store", tmp_path / "tmp"
     for directory in (work, store, tmp):

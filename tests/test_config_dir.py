@@ -61,6 +61,7 @@ def _tuners(store: str, experiment: str) -> list[str]:
     return sorted(r.data.tags["tuner"] for r in runs if "cell_key" in r.data.tags)
 
 
+@pytest.mark.e2e
 def test_an_option_of_your_own_sweeps_in_a_grid_and_is_reported(my_conf, tmp_path):
     store = f"sqlite:///{tmp_path}/mlflow.db"
     done = _run(
@@ -83,6 +84,7 @@ def test_an_option_of_your_own_sweeps_in_a_grid_and_is_reported(my_conf, tmp_pat
     assert "| fixed2 | Theory |" in paired
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("how", ["--config-dir", "hydra.searchpath"])
 def test_an_option_of_your_own_sweeps_in_a_multirun(my_conf, tmp_path, how):
     store = f"sqlite:///{tmp_path}/mlflow.db"

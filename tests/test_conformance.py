@@ -138,6 +138,7 @@ def run_example(command: str, cwd: Path, store: str) -> subprocess.CompletedProc
     return done
 
 
+@pytest.mark.e2e
 def test_the_extending_page_example_checks_and_sweeps(tmp_path):
     examples = write_examples(tmp_path)
     store = f"sqlite:///{tmp_path}/mlflow.db"

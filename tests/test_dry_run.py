@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from mlflow import MlflowClient
 
 from sweeper.dryrun import COSTS
@@ -41,6 +42,7 @@ def test_a_dry_run_of_a_new_store_creates_nothing(tmp_path):
     assert not store.exists() and sorted(p.name for p in tmp_path.iterdir()) == []
 
 
+@pytest.mark.e2e
 def test_a_dry_run_counts_what_is_done_and_prices_the_rest(composer, tmp_path):
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     overrides = [*SMALL, "algorithm=linucb", "launcher.name=local", f"tracking.uri={uri}"]
@@ -91,6 +93,7 @@ def test_a_dry_run_of_main_in_a_fresh_clone_reads_no_data_and_prices_by_the_benc
     assert 8 * 60 <= seconds <= 10 * 60  # docs/running.md: ~9 min
 
 
+@pytest.mark.e2e
 def test_data_that_is_there_is_said_present_and_not_read(tmp_path):
     """A ratings file that is not ratings at all: a sweep would refuse it before any cell
     runs; the dry run only says it is there."""

@@ -94,6 +94,7 @@ def test_a_half_built_store_without_runs_is_rebuilt(tmp_path, tracking_uri, comp
     assert schema_state(path)["whole"]
 
 
+@pytest.mark.e2e
 def test_a_half_built_store_with_runs_is_explained_in_one_paragraph(tmp_path, tracking_uri):
     overrides = ["task=toy", "seeds=1", "launcher.name=local", f"tracking.uri={tracking_uri}"]
     assert _run(overrides, tmp_path).returncode == 0

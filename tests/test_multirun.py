@@ -83,6 +83,7 @@ def test_deleting_a_key_in_a_multirun_is_refused_with_the_fix(composer):
         sweeps_of([["~horizon", "seed=0"], ["~horizon", "seed=1"]], composer)
 
 
+@pytest.mark.e2e
 def test_minus_m_runs_one_sweep_and_resumes_it(tmp_path, tracking_uri):
     """8 jobs, one parent run, 8 FINISHED cells; the same command again runs nothing."""
     command = [

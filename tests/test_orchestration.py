@@ -226,6 +226,7 @@ def test_runs_whose_table_part_was_never_written_are_found_by_the_next_start(
 # --- resume ---------------------------------------------------------------------------
 
 
+@pytest.mark.e2e
 def test_a_sweep_killed_with_sigkill_resumes_without_duplicates(
     composer, tracking_uri, ray_address, tmp_path
 ):
@@ -260,6 +261,7 @@ def test_a_sweep_killed_with_sigkill_resumes_without_duplicates(
     assert {r.data.tags["mlflow.parentRunId"] for r in runs} == {result.parent_run_id}
 
 
+@pytest.mark.e2e
 def test_ctrl_c_cancels_what_is_in_flight_keeps_the_rest_and_says_how_to_resume(
     composer, tracking_uri, ray_address, tmp_path
 ):

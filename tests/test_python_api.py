@@ -155,6 +155,7 @@ def test_load_reads_a_live_store_and_its_published_folder_alike(tmp_path, ray_lo
         assert row.tuner == means.loc[row.algorithm].idxmin()
 
 
+@pytest.mark.e2e
 def test_main_rerun_equals_the_published_cells(tmp_path, ray_local):
     """Four cells of main, rerun now into a fresh store, equal docs/results/main's to the
     last digit under the same keys (the published folder and a live store, one reader)."""

@@ -262,6 +262,7 @@ def test_pivoted_axis_labels_and_published_numbers(uri, tmp_path):
     assert optimum["best candidates"].tolist() == [best]
 
 
+@pytest.mark.e2e
 def test_cli_writes_the_report_and_rejects_an_unknown_experiment(
     store, tmp_path, monkeypatch, capsys
 ):

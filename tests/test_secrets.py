@@ -56,6 +56,7 @@ def _cell_runs(store: Path) -> int:
         return 0
 
 
+@pytest.mark.e2e
 def test_a_killed_multirun_leaves_no_copy_of_its_config(tmp_path):
     """A ``-m`` sweep whose ``tracking.database`` holds a password (``?password=``, as the
     attack gave it), killed with SIGKILL mid-sweep: Hydra's multirun.yaml (the whole command
