@@ -28,6 +28,7 @@ import multiprocessing as mp
 from pathlib import Path
 from typing import Any
 
+import harness
 import numpy as np
 from harness import Bench, interleaved, ratio
 from hydra import compose, initialize_config_dir
@@ -312,20 +313,7 @@ PARTS = (
 def write_sections(out: Path, sections: dict[str, list[str]], header: list[str]) -> None:
     """Replace the sections measured in this run (each after ``header``, this run's), keep
     the others already in ``out``."""
-    kept: dict[str, str] = {}
-    if out.exists():
-        text = out.read_text()
-        for part in PARTS:
-            start, end = f"<!-- part:{part} -->", f"<!-- /part:{part} -->"
-            if start in text and end in text:
-                kept[part] = text[text.index(start) : text.index(end) + len(end)]
-    for part, lines in sections.items():
-        kept[part] = "\n".join(
-            [f"<!-- part:{part} -->", *header, "", *lines, f"<!-- /part:{part} -->"]
-        )
-    body = [kept[part] for part in PARTS if part in kept]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(HEADER) + "\n" + "\n\n".join(body) + "\n")
+    harness.write_sections(out, HEADER, PARTS, sections, header)
 
 
 def main() -> None:

@@ -217,6 +217,34 @@ class Bench:
         print(f"wrote {path}", file=sys.stderr)
 
 
+def write_sections(
+    out: Path,
+    title: Sequence[str],
+    parts: Sequence[str],
+    sections: Mapping[str, Sequence[str]],
+    header: Sequence[str],
+) -> None:
+    """A results file of several parts measured in different runs: ``title``, then each of
+    ``parts`` in order, each between ``<!-- part:NAME -->`` marks. The parts measured in
+    this run (``sections``) are written after ``header`` (this run's); the others are kept
+    as ``out`` has them."""
+    kept: dict[str, str] = {}
+    if out.exists():
+        text = out.read_text()
+        for part in parts:
+            start, end = f"<!-- part:{part} -->", f"<!-- /part:{part} -->"
+            if start in text and end in text:
+                kept[part] = text[text.index(start) : text.index(end) + len(end)]
+    for part, lines in sections.items():
+        kept[part] = "\n".join(
+            [f"<!-- part:{part} -->", *header, "", *lines, f"<!-- /part:{part} -->"]
+        )
+    body = [kept[part] for part in parts if part in kept]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(title) + "\n" + "\n\n".join(body) + "\n")
+    print(f"wrote {out}", file=sys.stderr)
+
+
 def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
