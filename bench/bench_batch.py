@@ -44,7 +44,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -53,7 +52,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from harness import Bench, write_sections
+from harness import Bench, measure, write_sections
 from threadpoolctl import threadpool_limits
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -110,9 +109,9 @@ def tuners_of(algorithm: str) -> tuple[str, ...]:
 
 
 def cpu(call: Callable[[], Any]) -> tuple[float, Any]:
-    started = time.process_time()
-    value = call()
-    return time.process_time() - started, value
+    """CPU seconds of one call of ``call`` (the harness's timing), and what it returned."""
+    timing = measure(call)
+    return timing.cpu, timing.value
 
 
 def differences(alone: dict[str, Any], batched: dict[str, Any]) -> tuple[int, float]:
@@ -326,15 +325,11 @@ def sweep_command(work: Path, name: str, extra: Sequence[str]) -> tuple[float, s
     """``python -m sweeper +exp=main`` into a new store; its wall time, store URI, output."""
     uri = f"sqlite:///{work}/{name}.db"
     env = {k: v for k, v in os.environ.items() if k not in ("MLFLOW_TRACKING_URI", "RAY_ADDRESS")}
-    started = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "sweeper", "+exp=main", f"tracking.uri={uri}", *extra],
-        cwd=work,
-        env=env,
-        capture_output=True,
-        text=True,
+    command = [sys.executable, "-m", "sweeper", "+exp=main", f"tracking.uri={uri}", *extra]
+    timing = measure(
+        lambda: subprocess.run(command, cwd=work, env=env, capture_output=True, text=True)
     )
-    wall = time.perf_counter() - started
+    done, wall = timing.value, timing.wall
     if done.returncode != 0:
         raise RuntimeError(f"the sweep {name} failed: {done.stdout[-2000:]} {done.stderr[-2000:]}")
     return wall, uri, done.stdout
