@@ -26,6 +26,7 @@ import signal
 import socket
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 NODE_PORTS = (
@@ -48,9 +49,17 @@ STOP_GRACE_S = 10.0
 
 def free_port_any() -> int:
     """A port free on every interface of this node (Ray's nodes listen beyond 127.0.0.1)."""
-    with socket.socket() as sock:
-        sock.bind(("", 0))
-        return sock.getsockname()[1]
+    return free_ports_any(1)[0]
+
+
+def free_ports_any(count: int) -> list[int]:
+    """``count`` distinct ports free on every interface: each socket is held open until
+    all are bound, so the kernel never hands out one port twice."""
+    with ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for sock in sockets:
+            sock.bind(("", 0))
+        return [sock.getsockname()[1] for sock in sockets]
 
 
 def start_flags(head: bool) -> list[str]:
@@ -58,7 +67,8 @@ def start_flags(head: bool) -> list[str]:
     the GCS, client server and dashboard ports: Ray checks the last even with the dashboard
     left off)."""
     names = (*HEAD_PORTS, *NODE_PORTS) if head else NODE_PORTS
-    return [f"--{name}={free_port_any()}" for name in names]
+    ports = free_ports_any(len(names))
+    return [f"--{name}={port}" for name, port in zip(names, ports, strict=True)]
 
 
 def _given(flags: list[str], names: tuple[str, ...]) -> dict[str, int]:
