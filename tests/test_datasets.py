@@ -8,7 +8,11 @@ import pytest
 from sweeper.grid import cell_config, group_options
 from sweeper_tasks.bandit_tuning.cell import run_cell
 from sweeper_tasks.bandit_tuning.environments.base import sigmoid
-from sweeper_tasks.bandit_tuning.environments.simulation import Simulation, uniform_in_ball
+from sweeper_tasks.bandit_tuning.environments.simulation import (
+    Simulation,
+    uniform_block,
+    uniform_in_ball,
+)
 from sweeper_tasks.bandit_tuning.seeding import environment_rng
 from sweeper_tasks.building import build
 
@@ -83,6 +87,19 @@ def test_rounds_are_generated_in_blocks_not_all_at_once():
     assert env._features.shape == (32, 120, 25)
     with pytest.raises(ValueError, match="in order"):
         env.observe(200)
+
+
+@pytest.mark.parametrize("bound", [1 / np.sqrt(25), 1 / np.sqrt(10), 0.3, 1.0, 7.25])
+def test_uniform_block_is_numpys_uniform_to_the_last_bit(bound):
+    """The simulation's fast feature draw gives the bits of rng.uniform(-bound, bound), and
+    leaves the generator where rng.uniform leaves it (later draws unchanged)."""
+    fast, reference = np.random.default_rng(7), np.random.default_rng(7)
+    for shape in [(256, 120, 25), (3, 5)]:
+        drawn = uniform_block(fast, bound, shape)
+        expected = reference.uniform(-bound, bound, shape)
+        assert drawn.shape == expected.shape
+        np.testing.assert_array_equal(drawn.view(np.int64), expected.view(np.int64))
+    assert fast.random() == reference.random()
 
 
 def test_ball_features_are_uniform_in_the_unit_ball():

@@ -31,6 +31,20 @@ def uniform_in_ball(rng: np.random.Generator, shape: tuple[int, ...], d: int) ->
     return directions * radii[..., None]
 
 
+def uniform_block(rng: np.random.Generator, bound: float, shape: tuple[int, ...]) -> np.ndarray:
+    """``rng.uniform(-bound, bound, shape)`` to the last bit, from a faster draw.
+
+    numpy draws U(low, high) as low + (high - low) * u, one double u per number; this draws
+    the same u with ``rng.random`` and scales them in place: the same two roundings, no
+    temporary arrays. A LinUCB cell on simulation took 1.24 s of CPU against 1.48 s with
+    ``rng.uniform`` (4 interleaved cells each, 2026-11-27).
+    """
+    block = rng.random(shape)
+    block *= bound - -bound
+    block += -bound
+    return block
+
+
 class Simulation(BlockEnvironment):
     """Random features every round and a random parameter per run (003 Section 5)."""
 
@@ -100,7 +114,7 @@ class Simulation(BlockEnvironment):
         if self.features == "ball":
             self._features = uniform_in_ball(self._rng, (b, k), d)
         else:
-            self._features = self._rng.uniform(-self._bound, self._bound, (b, k, d))
+            self._features = uniform_block(self._rng, self._bound, (b, k, d))
         linear = self._features @ self.theta
         if self._model == "linear":
             self._means = self.linear_offset + self.linear_scale * linear
