@@ -57,7 +57,6 @@ from threadpoolctl import threadpool_limits
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "results" / "batch.md"
-SAVED = ROOT / "bench" / "results" / "batch.json"
 PUBLISHED = ROOT / "docs" / "results" / "main" / "cells.csv"
 ALGORITHMS = ("linucb", "lints", "ucb_glm", "glm_tsl", "laplace_ts", "gloc", "sgd_ts")
 TWO_HYPERPARAMETERS = ("gloc", "sgd_ts")
@@ -553,12 +552,13 @@ def main() -> None:
     args = parser.parse_args()
     bench = Bench(libraries=("numpy", "scipy", "ray", "mlflow"), busy=1)
     sections: dict[str, list[str]] = {}
-    saved = json.loads(SAVED.read_text()) if SAVED.exists() else {}
+    saved_file = args.out.with_suffix(".json")  # the cells part's rows, for `cluster`
+    saved = json.loads(saved_file.read_text()) if saved_file.exists() else {}
     if args.part in ("all", "cells"):
         rows = time_cells(args.seeds, args.horizon)
         floor = floors(args.seeds, args.horizon)
         saved = {"seeds": args.seeds, "horizon": args.horizon, "rows": rows, "floors": floor}
-        SAVED.write_text(json.dumps(saved, indent=1) + "\n")
+        saved_file.write_text(json.dumps(saved, indent=1) + "\n")
         sections["cells"] = cells_section(rows, floor, args.seeds, args.horizon)
     if args.part in ("all", "equality"):
         sections["equality"] = equality(
@@ -568,6 +568,11 @@ def main() -> None:
         bench.busy = os.cpu_count() or 1
         sections["main"] = main_part()
     if args.part in ("all", "cluster"):
+        if "rows" not in saved:
+            parser.error(
+                f"--part cluster models the cells part's rows: run --part cells first "
+                f"(it writes {saved_file})"
+            )
         sections["cluster"] = cluster(saved["rows"], saved["seeds"], args.cpus)
     if args.part in ("all", "driver"):
         sections["driver"] = driver(args.driver_cells, args.driver_repeats)
