@@ -430,6 +430,7 @@ def test_a_disk_that_fills_up_mid_sweep_ends_the_command_with_status_3(tmp_path)
         "horizon=400",
         "seeds=40",
         "launcher.name=local",
+        "tracking.batch_size=4",  # batches commit one after another until the disk is full
         f"tracking.uri=sqlite:///{db}",
     ]
     assert _run([*args, "seeds=1"], tmp_path).returncode == 0
