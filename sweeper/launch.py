@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Protocol
 
+from sweeper import signals
 from sweeper.cells import Cell, canonical_json
 from sweeper.errors import SweepError, at_least
 from sweeper.execute import Outcome, cell_function, execute, execute_batch, node_label
@@ -379,8 +380,36 @@ def init_ray(launcher: Mapping[str, Any]) -> None:
         kwargs["include_dashboard"] = False
         if launcher.get("num_cpus") is not None:
             kwargs["num_cpus"] = int(launcher["num_cpus"])
-    ray.init(**kwargs)
+    with signals.starting("Ray's start"), _ray_sets_no_sigterm_handler():
+        ray.init(**kwargs)
     check_fits(float(launcher.get("cpus_per_cell") or 1), embedded=address == "local")
+
+
+RAY_SETS_SIGTERM = ("ray._private.utils", "set_sigterm_handler")
+"""Where ``ray.init`` sets its own SIGTERM handler (``sys.exit(15)``, which would raise
+inside Ray's start: sweeper/signals.py says why that must not happen). A private name,
+checked against the installed Ray by tests/test_signals.py."""
+
+
+@contextmanager
+def _ray_sets_no_sigterm_handler() -> Iterator[None]:
+    """For the block, ``ray.init`` sets no SIGTERM handler: the driver's stays in force. A
+    Ray without the name sets its own, and the driver's handlers are put back after."""
+    import importlib
+
+    module = importlib.import_module(RAY_SETS_SIGTERM[0])
+    original = getattr(module, RAY_SETS_SIGTERM[1], None)
+    handlers = {sig: signal.getsignal(sig) for sig in signals.SIGNALS}
+    if original is not None:
+        setattr(module, RAY_SETS_SIGTERM[1], lambda handler: None)
+    try:
+        yield
+    finally:
+        if original is not None:
+            setattr(module, RAY_SETS_SIGTERM[1], original)
+        if threading.current_thread() is threading.main_thread():
+            for sig, handler in handlers.items():
+                signal.signal(sig, handler)
 
 
 def check_fits(cpus_per_cell: float, embedded: bool) -> None:

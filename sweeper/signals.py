@@ -12,10 +12,15 @@ Both mean the same thing, whoever sends them (a terminal, ``ray job stop``, Slur
   summary), the first one raises ``KeyboardInterrupt`` at once: a parent run that exists
   ends KILLED, the resume command is printed.
 
-Ray's start replaces the SIGTERM handler with its own (``sys.exit(15)``: the driver ended
-with status 15 and said nothing); :func:`restore` puts this one back once Ray has started,
-and the sweep counts a ``SystemExit`` out of Ray's start as the interruption it is. A
-signal whose ``KeyboardInterrupt`` something swallowed is still seen: :data:`STOP` keeps it.
+- While Ray starts (:func:`starting`), the first one is said and kept: Ray's start ends, then
+  the sweep stops as above (no cell ran). A second ends the driver at once, status 130.
+  Nothing may raise inside Ray's start: it forks its processes with a ``preexec_fn``, so
+  Python's fork hooks run there, and an exception raised in logging's hook ("Exception
+  ignored in _releaseLock") leaves logging's lock held, so the next thread that logs
+  waits for ever. Ray's own SIGTERM handler (``sys.exit(15)``) is kept out for the same
+  reason (sweeper/launch.py).
+
+A signal whose ``KeyboardInterrupt`` something swallowed is still seen: :data:`STOP` keeps it.
 
 This module imports nothing heavy: ``python -m sweeper`` installs it before its imports.
 """
@@ -64,13 +69,6 @@ def install() -> None:
     _installed = True
 
 
-def restore() -> None:
-    """The handlers again after Ray's start replaced SIGTERM's (when :func:`install` set
-    them: a sweep run from Python keeps its own)."""
-    if _installed:
-        install()
-
-
 def reset() -> None:
     """A new sweep: no stop asked yet (the same process may run several, ``-m``)."""
     STOP.requested = False
@@ -101,6 +99,41 @@ def graceful(say: Callable[[str], None]) -> Iterator[Stop]:
         STOP.say = None
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+@contextmanager
+def starting(what: str) -> Iterator[None]:
+    """For a block no exception may interrupt (``what``: "Ray's start"): the first SIGINT
+    or SIGTERM is said and kept in :data:`STOP` (the caller stops after the block); a
+    second ends the process at once with status 130 and the resume command (a sweep run
+    from Python: raises ``KeyboardInterrupt``). Main thread only; elsewhere a no-op."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_signal(signum: int, frame: object) -> None:  # noqa: ARG001 - the signal API
+        if not STOP.requested:
+            STOP.requested = True
+            _say(f"\nstopping once {what} ends (press Ctrl-C again to abort at once)\n")
+            return
+        if not _installed:
+            raise KeyboardInterrupt
+        _say(f"\nInterrupted during {what}: no cell ran yet. Run the same command again:\n"
+             f"  {_command()}\n")  # fmt: skip
+        os._exit(INTERRUPTED)
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _say(text: str) -> None:
+    """``text`` on stderr from a signal handler: one ``write``, never Python's buffer lock,
+    which the code the signal interrupted may hold."""
+    os.write(sys.stderr.fileno(), text.encode())
 
 
 def interrupted_early() -> None:

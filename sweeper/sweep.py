@@ -220,11 +220,9 @@ def _sweep(
     if todo and cfg.launcher.get("name", "ray") == "ray":
         try:  # before the parent run: a cluster that cannot be used leaves nothing behind
             init_ray(cfg.launcher)
-            signals.restore()  # Ray's start set its own SIGTERM handler (sys.exit(15))
-            if signals.STOP.requested:  # a Ctrl-C whose KeyboardInterrupt Ray swallowed
+            if signals.STOP.requested:  # a signal during Ray's start, kept until it ended
                 raise KeyboardInterrupt
-        except (KeyboardInterrupt, SystemExit):  # SystemExit: Ray's SIGTERM handler
-            signals.restore()
+        except KeyboardInterrupt:
             result.interrupted, result.cancelled = True, len(todo)
             print_summary(result, out)
             return result

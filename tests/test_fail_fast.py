@@ -196,7 +196,7 @@ def test_ctrl_c_while_ray_starts_exits_130_with_the_resume_command(tmp_path):
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=90)
     assert proc.returncode == 130, out + err
-    assert f"python -m sweeper task=toy tracking.uri={uri}" in out
+    assert f"-m sweeper task=toy tracking.uri={uri}" in out  # as typed, -u and all
     assert "Traceback" not in err
     client = MlflowClient(uri)
     experiment = client.get_experiment_by_name("adhoc")

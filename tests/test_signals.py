@@ -1,0 +1,77 @@
+"""A signal while Ray starts is kept, not raised inside Ray's start (sweeper/signals.py,
+``starting``; sweeper/launch.py, ``init_ray``).
+
+Ray forks its processes with a ``preexec_fn``, so Python's fork hooks run inside its start;
+an exception a handler raised in logging's hook once left logging's lock held and the
+driver hung until it was killed (the fault trial "SIGTERM while Ray starts").
+"""
+
+import importlib
+import inspect
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from sweeper import signals
+from sweeper.launch import RAY_SETS_SIGTERM
+
+
+@pytest.fixture(autouse=True)
+def _no_stop_yet():
+    signals.reset()
+    yield
+    signals.reset()
+
+
+def test_the_first_signal_while_starting_is_said_and_kept_not_raised(capfd):
+    before = signal.getsignal(signal.SIGTERM)
+    with signals.starting("Ray's start"):
+        os.kill(os.getpid(), signal.SIGTERM)  # its handler runs here, and raises nothing
+        reached = True
+    assert reached and signals.STOP.requested
+    assert "stopping once Ray's start ends" in capfd.readouterr().err
+    assert signal.getsignal(signal.SIGTERM) is before  # the handler of before, put back
+
+
+def test_a_second_signal_from_python_raises_keyboard_interrupt(monkeypatch):
+    monkeypatch.setattr(signals, "_installed", False)  # as in a sweep run from Python
+    with pytest.raises(KeyboardInterrupt), signals.starting("Ray's start"):
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)
+
+
+def test_a_second_signal_on_the_command_line_exits_130_with_the_resume_command():
+    script = textwrap.dedent(
+        """
+        import os, signal, time
+        from sweeper import signals
+        signals.install()
+        with signals.starting("Ray's start"):
+            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(30)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, "task=toy"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 130, done.stderr
+    assert "Interrupted during Ray's start: no cell ran yet" in done.stderr
+    assert "python -m sweeper task=toy" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_ray_still_sets_its_sigterm_handler_where_the_driver_keeps_it_out():
+    module, name = RAY_SETS_SIGTERM
+    assert callable(getattr(importlib.import_module(module), name, None)), (
+        f"{module}.{name} is gone from this Ray: update sweeper/launch.py"
+    )
+    from ray._private import worker
+
+    assert f"{name}(" in inspect.getsource(worker.init), (
+        f"ray.init no longer calls {name}: see how it sets SIGTERM's handler now"
+    )
