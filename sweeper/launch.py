@@ -393,23 +393,21 @@ checked against the installed Ray by tests/test_signals.py."""
 
 @contextmanager
 def _ray_sets_no_sigterm_handler() -> Iterator[None]:
-    """For the block, ``ray.init`` sets no SIGTERM handler: the driver's stays in force. A
-    Ray without the name sets its own, and the driver's handlers are put back after."""
+    """For the block, ``ray.init`` sets no SIGTERM handler: the driver's stays in force (a
+    Ray without the name sets its own; :func:`sweeper.signals.starting` puts the driver's
+    back once the block ends)."""
     import importlib
 
     module = importlib.import_module(RAY_SETS_SIGTERM[0])
     original = getattr(module, RAY_SETS_SIGTERM[1], None)
-    handlers = {sig: signal.getsignal(sig) for sig in signals.SIGNALS}
-    if original is not None:
-        setattr(module, RAY_SETS_SIGTERM[1], lambda handler: None)
+    if original is None:
+        yield
+        return
+    setattr(module, RAY_SETS_SIGTERM[1], lambda handler: None)
     try:
         yield
     finally:
-        if original is not None:
-            setattr(module, RAY_SETS_SIGTERM[1], original)
-        if threading.current_thread() is threading.main_thread():
-            for sig, handler in handlers.items():
-                signal.signal(sig, handler)
+        setattr(module, RAY_SETS_SIGTERM[1], original)
 
 
 def check_fits(cpus_per_cell: float, embedded: bool) -> None:
