@@ -278,3 +278,34 @@ def test_a_damaged_store_is_not_said_to_have_lost_nothing(composer, tracking_uri
     assert done.value.code == 3
     assert "its file is damaged, so runs it held may be lost" in said
     assert "Nothing was lost" not in said
+
+
+def test_an_experiment_made_through_a_server_is_refused_on_its_database_directly(
+    composer, tracking_uri
+):
+    """A driver on the database of an experiment a tracking server made (its artifacts at
+    ``mlflow-artifacts:``, which only that server can reach) is refused, naming both ways
+    out, instead of failing in its first read as a store that needs disk space; the lease
+    it took is released, nothing is left RUNNING, and with the server's artifact
+    destination given it runs."""
+    MlflowClient(tracking_uri).create_experiment("served", artifact_location="mlflow-artifacts:/9")
+    args = [f"tracking.uri={tracking_uri}", "experiment.name=served", "seeds=2", "horizon=5"]
+    refusal = r"made through a tracking server: its artifacts \(mlflow-artifacts:/9\) .*"
+    with pytest.raises(SweepError, match=refusal + r"\(tracking.artifacts_destination=DIR"):
+        _sweep(composer, *args)
+    assert not [r for r in _runs(tracking_uri) if r.info.status == "RUNNING"]
+    served = Path(tracking_uri.removeprefix("sqlite:///")).parent / "served"
+    done = _sweep(composer, *args, f"tracking.artifacts_destination={served}")
+    assert done.finished == 2
+    assert list((served / "9").glob("*/artifacts/*")), "no artifact in the server's destination"
+
+
+def test_a_credential_in_the_description_is_not_recorded(composer, tracking_uri):
+    """The experiment's description becomes the parent run's note (what MLflow's UI shows):
+    a URI with a password written into it is recorded redacted, as config.yaml is."""
+    text = "data from postgresql://ann:hunter22@db.lab/x; see ?token=abc123"
+    _sweep(composer, f"tracking.uri={tracking_uri}", "seeds=1", "horizon=5",
+           "experiment.name=described", f"experiment.description='{text}'")  # fmt: skip
+    (parent,) = [r for r in _runs(tracking_uri) if r.data.tags.get("role") == "sweep"]
+    note = parent.data.tags["mlflow.note.content"]
+    assert "ann:***@db.lab" in note and "hunter22" not in note and "abc123" not in note

@@ -173,6 +173,7 @@ class SweepStore:
             )
             store = cls(tracker, fence, patience_s, say)
             try:
+                tracker.check_artifacts_reachable()  # after the lease: a busy store says so
                 yield store
             finally:
                 store._cleanup(release)

@@ -22,6 +22,7 @@ from sweeper.provenance import LIBRARIES_TAG, changed_libraries, code_tags, inst
 from sweeper.store.failures import STORE_ERRORS
 from sweeper.store.table import CellTable
 from sweeper.store.tracking import TABLE_RUNS, Tracker, number_or_none
+from sweeper.uri import redact
 
 SUMMARY_TAG = "sweep."
 """The prefix of the parent's tags that hold the sweep's summary (``sweep.cells``, ...)."""
@@ -68,13 +69,15 @@ class SweepRun:
             tags={
                 "sweep_key": sweep_key,
                 "role": "sweep",
-                "mlflow.note.content": description,
+                "mlflow.note.content": redact(description),  # a user's text may hold a URI
                 "sweeper.driver": tracker.driver,
                 LIBRARIES_TAG: installed_libraries(),
                 **code_tags(),
             },
         )
-        tracker.client.log_text(run.info.run_id, config_yaml, "config.yaml")
+        tracker.write_artifact(
+            run.info.run_id, "config.yaml", config_yaml.encode(), run.info.artifact_uri
+        )
         return cls(tracker, run.info.run_id)
 
     @property

@@ -486,6 +486,24 @@ class Tracker:
         """The experiment's artifact location (a run's is ``<it>/<run id>/artifacts``)."""
         return self.client.get_experiment(self.experiment_id).artifact_location
 
+    def check_artifacts_reachable(self) -> None:
+        """Refuse (SweepError) an experiment whose artifacts only its tracking server can
+        reach (``mlflow-artifacts:``, the location of an experiment made through a server)
+        when this driver is on the database directly and was not told where the server keeps
+        them: its tables and curves could not be read, nor new ones written."""
+        location = self.artifact_location
+        if self.remote or self.artifacts_destination is not None:
+            return
+        if location.startswith("mlflow-artifacts:"):
+            raise SweepError(
+                f"experiment {self.experiment_name!r} was made through a tracking server: "
+                f"its artifacts ({location}) are kept by that server, and a driver on the "
+                f"database {redact(self.uri)} directly cannot reach them. Run through the "
+                f"server (tracking.uri=http://HOST:PORT), or give the server's "
+                f"--artifacts-destination as this machine sees it "
+                f"(tracking.artifacts_destination=DIR)"
+            )
+
     def set_tags(self, run_id: str, tags: Mapping[str, str]) -> None:
         self.client.log_batch(run_id, tags=[RunTag(k, v) for k, v in tags.items()])
 
