@@ -170,9 +170,11 @@ def test_a_subclass_that_declares_nothing_runs_one_seed_at_a_time(composer, monk
     )
 
 
-def test_a_batch_keeps_one_block_per_seed_and_one_round_stacked(composer):
-    """The batched environment holds each seed's block of rounds (B x K x d) and one round of
-    all seeds (S x K x d), never the horizon: a batch's memory grows with its seeds, not T."""
+def test_a_batch_keeps_one_block_per_seed_and_shows_a_round_as_a_view(composer):
+    """The batched environment holds each seed's block of rounds (B x K x d), drawn into its
+    slice of one (S, B, K, d) array, never the horizon (a batch's memory grows with its
+    seeds, not T); a round of all seeds (S x K x d) is a view of it, no copy, and each seed's
+    slice holds what the seed draws alone."""
     config = _config(composer(["algorithm=linucb", "horizon=5000"]))
     parts = [bandit_cell.prepare({**config, "seed": s}) for s in range(4)]
     environments = [environment for _, _, environment, _ in parts]
@@ -181,6 +183,8 @@ def test_a_batch_keeps_one_block_per_seed_and_one_round_stacked(composer):
         features, means = batch.observe(t)
         assert features.shape == (4, 120, 25) and means.shape == (4, 120)
     assert all(e._features.shape == (256, 120, 25) for e in environments)
+    assert all(np.shares_memory(features, e._features) for e in environments)
+    assert np.shares_memory(means, environments[3]._means)
     alone = Simulation(
         **{k: v for k, v in config["dataset"].items() if k not in ("_target_", "name")}
     )

@@ -91,14 +91,18 @@ def test_rounds_are_generated_in_blocks_not_all_at_once():
 
 @pytest.mark.parametrize("bound", [1 / np.sqrt(25), 1 / np.sqrt(10), 0.3, 1.0, 7.25])
 def test_uniform_block_is_numpys_uniform_to_the_last_bit(bound):
-    """The simulation's fast feature draw gives the bits of rng.uniform(-bound, bound), and
-    leaves the generator where rng.uniform leaves it (later draws unchanged)."""
+    """The simulation's fast feature draw gives the bits of rng.uniform(-bound, bound), into
+    a new array or a seed's slice of a batch's array, and leaves the generator where
+    rng.uniform leaves it (later draws unchanged)."""
     fast, reference = np.random.default_rng(7), np.random.default_rng(7)
     for shape in [(256, 120, 25), (3, 5)]:
-        drawn = uniform_block(fast, bound, shape)
-        expected = reference.uniform(-bound, bound, shape)
-        assert drawn.shape == expected.shape
-        np.testing.assert_array_equal(drawn.view(np.int64), expected.view(np.int64))
+        batch = np.zeros((3, *shape))
+        for out in (np.empty(shape), batch[1]):
+            drawn = uniform_block(fast, bound, out)
+            assert drawn is out
+            expected = reference.uniform(-bound, bound, shape)
+            np.testing.assert_array_equal(drawn.view(np.int64), expected.view(np.int64))
+        assert not batch[0].any() and not batch[2].any()  # the other seeds' slices
     assert fast.random() == reference.random()
 
 

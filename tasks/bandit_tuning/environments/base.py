@@ -8,11 +8,29 @@ from typing import ClassVar
 import numpy as np
 
 REWARD_MODELS = ("linear", "logistic")
+Block = tuple[np.ndarray, np.ndarray]
+"""A block's arrays to draw into: features (B, K, d) and expected rewards (B, K)."""
 
 
 def sigmoid(z: np.ndarray | float) -> np.ndarray | float:
     """The logistic link mu(z) = 1 / (1 + exp(-z))."""
     return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(z)))
+
+
+def expected_rewards(
+    scores: np.ndarray, model: str, linear_offset: float = 0.0, linear_scale: float = 1.0
+) -> np.ndarray:
+    """x'theta* (any shape) turned in place into expected rewards: offset + scale * score
+    (linear) or :func:`sigmoid` (logistic), to the last bit the same numbers."""
+    if model == "linear":
+        scores *= linear_scale
+        scores += linear_offset
+    else:
+        scores *= 0.5
+        np.tanh(scores, out=scores)
+        scores += 1.0
+        scores *= 0.5
+    return scores
 
 
 class Environment(ABC):
@@ -77,9 +95,12 @@ class Environment(ABC):
 class BlockEnvironment(Environment):
     """Rounds drawn ``block_rounds`` at a time, with one noise draw per round.
 
-    Subclasses implement ``_draw_block(start)``, which sets ``_features`` (B x K x d),
-    ``_means`` (B x K) and the round noises ``_gauss`` and ``_uniform`` (B,) for rounds
-    [start, start + B), and call ``_start(model)`` in ``reset``. The reward of a round is
+    Subclasses implement ``_draw_block(start, into)``, which sets ``_features`` (B x K x
+    d), ``_means`` (B x K) and the round noises ``_gauss`` and ``_uniform`` (B,) for rounds
+    [start, start + B), and call ``_start(model)`` in ``reset``. ``into`` is None (new
+    arrays) or the pair of arrays of those shapes to write ``_features`` and ``_means``
+    into: a batch's slices (:class:`~.batch.BlockBatch`), so that a round of all seeds is a
+    view, never a copy; :meth:`_block_arrays` gives either. The reward of a round is
     mean + noise_sd * gauss (linear) or [uniform < mean] (Bernoulli): the same draw whatever
     arm is pulled, so tuners with the same seed are compared on paired noise.
     """
@@ -92,8 +113,15 @@ class BlockEnvironment(Environment):
         self._block_start = -self.block_rounds
         self._t = -1
 
-    def _draw_block(self, start: int) -> None:
+    def _draw_block(self, start: int, into: Block | None = None) -> None:
         raise NotImplementedError
+
+    def _block_arrays(self, into: Block | None) -> Block:
+        """``into``, or new (B, K, d) features and (B, K) expected rewards to draw into."""
+        if into is not None:
+            return into
+        shape = (self.block_rounds, self.n_arms)
+        return np.empty((*shape, self.n_features)), np.empty(shape)
 
     def observe(self, t: int) -> tuple[np.ndarray, np.ndarray]:
         offset = advance(self, t)

@@ -2,9 +2,9 @@
 
 Each seed keeps its own environment object, reset with its own generator exactly as a cell
 of one seed resets it, and draws its own blocks with its own ``_draw_block``: every seed
-sees the draws it sees alone (common random numbers unchanged). This class only stacks the
-seeds' blocks on a leading seed axis, so that a round is one (S, K, d) view for the
-batched algorithm instead of S separate arrays.
+sees the draws it sees alone (common random numbers unchanged). Each seed draws into its
+slice of one (S, B, K, d) array, so that a round of all seeds is one (S, K, d) view for the
+batched algorithm: no copy of S separate arrays.
 """
 
 from __future__ import annotations
@@ -19,13 +19,12 @@ from sweeper_tasks.bandit_tuning.environments.base import BlockEnvironment, adva
 class BlockBatch:
     """S reset :class:`BlockEnvironment` objects of one dataset, observed in lockstep.
 
-    Each seed's blocks stay its own arrays (memory S x B x K x d, never T); ``observe(t)``
-    copies round t of every seed into one (S, K, d) array of features and one (S, K) of
-    expected rewards, reused each round (valid until the next ``observe``), and ``reward``
-    takes the (S,) pulled arms and gives the (S,) rewards, each mean + noise_sd * gauss or
-    [uniform < mean] with the seed's own noise of the round, as ``BlockEnvironment.reward``.
-    Copying a round (S x K x d numbers that the algorithm reads next) costs less than
-    stacking whole blocks, which are read once a round long after they were drawn.
+    The seeds' blocks are slices of one array of features (S, B, K, d) and one of expected
+    rewards (S, B, K), each drawn by its seed's environment into its slice (memory S x B x
+    K x d, never T); ``observe(t)`` gives round t of every seed as views of them, (S, K, d)
+    and (S, K), valid until the next block is drawn. ``reward`` takes the (S,) pulled arms
+    and gives the (S,) rewards, each mean + noise_sd * gauss or [uniform < mean] with the
+    seed's own noise of the round, as ``BlockEnvironment.reward``.
     """
 
     def __init__(self, environments: Sequence[BlockEnvironment]) -> None:
@@ -40,23 +39,22 @@ class BlockBatch:
         self._seeds = np.arange(self.n_seeds)
         self._block_start = -self.block_rounds
         self._t = -1
-        self._features = np.empty((self.n_seeds, self.n_arms, self.n_features))
-        self._means = np.empty((self.n_seeds, self.n_arms))
+        shape = (self.n_seeds, self.block_rounds, self.n_arms)
+        self._block_features = np.empty((*shape, self.n_features))
+        self._block_means = np.empty(shape)
 
     def _draw_block(self, start: int) -> None:
-        """Each seed draws its block as alone; its noise is kept as (S, B)."""
-        for environment in self.environments:
-            environment._draw_block(start)
+        """Each seed draws its block as alone, into its slice; its noise is kept as (S, B)."""
+        for s, environment in enumerate(self.environments):
+            environment._draw_block(start, (self._block_features[s], self._block_means[s]))
         self._gauss = np.stack([e._gauss for e in self.environments])
         self._uniform = np.stack([e._uniform for e in self.environments])
 
     def observe(self, t: int) -> tuple[np.ndarray, np.ndarray]:
         """Features (S, K, d) and expected rewards (S, K) of round ``t`` (0-based)."""
         offset = advance(self, t)
-        environments = self.environments
-        np.stack([e._features[offset] for e in environments], out=self._features)
-        np.stack([e._means[offset] for e in environments], out=self._means)
-        return self._features, self._means
+        self._means = self._block_means[:, offset]
+        return self._block_features[:, offset], self._means
 
     def reward(self, arms: np.ndarray) -> np.ndarray:
         """The (S,) rewards of pulling ``arms`` (S,) in the round last observed."""

@@ -17,7 +17,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from sweeper_tasks.bandit_tuning.environments.base import BlockEnvironment, sigmoid
+from sweeper_tasks.bandit_tuning.environments.base import (
+    Block,
+    BlockEnvironment,
+    expected_rewards,
+)
 from sweeper_tasks.bandit_tuning.environments.batch import BlockBatch
 from sweeper_tasks.bandit_tuning.environments.movielens_data import (
     N_MOVIES,
@@ -118,20 +122,20 @@ class MovieLens(BlockEnvironment):
             self.theta *= self.theta_norm / np.linalg.norm(self.theta)
         self._movie_scores = self.movies @ self.theta  # x'theta* of every movie, once a run
 
-    def _draw_block(self, start: int) -> None:
-        """K random movies for each of the next ``block_rounds`` rounds, and their noise."""
+    def _draw_block(self, start: int, into: Block | None = None) -> None:
+        """K random movies for each of the next ``block_rounds`` rounds, and their noise;
+        features and expected rewards drawn into ``into`` when given."""
         b = self.block_rounds
         n_movies = self.movies.shape[0]
         arms = np.stack([self._rng.choice(n_movies, self.n_arms, replace=False) for _ in range(b)])
-        self._features = self.movies[arms]
-        scores = self._movie_scores[arms]
-        if self._model == "linear":
-            self._means = self.linear_offset + self.linear_scale * scores
-        else:
-            self._means = sigmoid(scores)
+        features, means = self._block_arrays(into)
+        # mode="clip" writes straight into ``out`` ("raise" buffers); arms are valid indices.
+        self._features = np.take(self.movies, arms, axis=0, out=features, mode="clip")
+        scores = np.take(self._movie_scores, arms, out=means, mode="clip")
+        self._means = expected_rewards(scores, self._model, self.linear_offset, self.linear_scale)
         self._gauss = self._rng.standard_normal(b)
         self._uniform = self._rng.random(b)
         self.arms = arms
 
 
-MovieLens.batch = BlockBatch  # each seed draws its own blocks; they are stacked on a seed axis
+MovieLens.batch = BlockBatch  # each seed draws its own blocks into its slice of the batch's
