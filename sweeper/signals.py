@@ -145,6 +145,7 @@ def interrupted_early() -> None:
         file=sys.stderr,
         flush=True,
     )
+    _forget_caught_interrupt()
     sys.exit(INTERRUPTED)
 
 
@@ -154,7 +155,20 @@ def exit_after(code: int) -> None:
     if threading.current_thread() is threading.main_thread():
         for sig in SIGNALS:
             signal.signal(sig, _on_late_signal)
+    _forget_caught_interrupt()
     sys.exit(code)
+
+
+def _forget_caught_interrupt() -> None:
+    """Clear CPython's mark of an unhandled ``KeyboardInterrupt`` before exiting.
+
+    A signal's ``KeyboardInterrupt`` raised inside ``exec`` or ``eval`` of a string (Python
+    builds every dataclass's ``__init__`` and every namedtuple so, at import) is marked
+    unhandled by CPython even when this module catches it, and ``python -m`` then ends the
+    process with SIGINT (status -2) instead of the status given (CI's fault trial "SIGTERM
+    while Python starts"). Running a string clears the mark (CPython's ``run_eval_code_obj``
+    sets it afresh each time)."""
+    exec("")  # noqa: S102 - the empty string: only the mark's reset
 
 
 def _on_late_signal(signum: int, frame: object) -> None:  # noqa: ARG001 - the signal API

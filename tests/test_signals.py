@@ -75,3 +75,32 @@ def test_ray_still_sets_its_sigterm_handler_where_the_driver_keeps_it_out():
     assert f"{name}(" in inspect.getsource(worker.init), (
         f"ray.init no longer calls {name}: see how it sets SIGTERM's handler now"
     )
+
+
+MAIN_CATCHING = """
+import os, signal, sys
+from sweeper import signals
+signals.install()
+try:  # as a dataclass or namedtuple is built at import: exec of a string
+    exec("os.kill(os.getpid(), signal.SIGTERM)")
+except KeyboardInterrupt:
+    if sys.argv[1] == "early":
+        signals.interrupted_early()
+signals.exit_after(int(sys.argv[2]))
+"""
+
+
+@pytest.mark.parametrize(("how", "status"), [("early", 130), ("late", 1), ("late", 0)])
+def test_a_signal_caught_inside_exec_of_a_string_keeps_the_exit_status(tmp_path, how, status):
+    """CPython marks a KeyboardInterrupt raised inside exec() of a string as unhandled even
+    when it is caught, and ``python -m`` then ends with SIGINT (status -2): the fault trial
+    "SIGTERM while Python starts" met it when the signal landed in a dataclass's exec."""
+    (tmp_path / "caught").mkdir()
+    (tmp_path / "caught" / "__init__.py").write_text("")
+    (tmp_path / "caught" / "__main__.py").write_text(MAIN_CATCHING)
+    done = subprocess.run(
+        [sys.executable, "-m", "caught", how, str(status)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == status, done.stderr
+    assert ("Run the same command again" in done.stderr) == (how == "early")
