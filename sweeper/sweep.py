@@ -143,7 +143,7 @@ def run_sweep(
     (``SweepResult.store_error``, exit status 3).
     """
     started = time.perf_counter()
-    signals.reset()
+    signals.begin_sweep()  # a stop a library swallowed before it: honoured
     settings.redact_hydra_files()
     check_launcher(cfg.launcher)
     uri = resolve_uri(cfg.tracking.get("uri"))

@@ -8,6 +8,7 @@ driver hung until it was killed (the fault trial "SIGTERM while Ray starts").
 
 import importlib
 import inspect
+import io
 import os
 import signal
 import subprocess
@@ -104,3 +105,51 @@ def test_a_signal_caught_inside_exec_of_a_string_keeps_the_exit_status(tmp_path,
     )  # fmt: skip
     assert done.returncode == status, done.stderr
     assert ("Run the same command again" in done.stderr) == (how == "early")
+
+
+MAIN_SWALLOWING = """
+import os, signal, time
+from sweeper import signals
+signals.install()
+try:  # as Cython's module init does with one raised while it registers with collections.abc
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(5)
+except BaseException:
+    pass
+try:
+    signals.begin_sweep()
+except KeyboardInterrupt:
+    signals.interrupted_early()
+print("the sweep ran")
+"""
+
+
+def test_a_stop_a_library_swallowed_before_the_sweep_is_honoured(tmp_path):
+    """On the command line a SIGTERM whose KeyboardInterrupt a library swallowed before the
+    sweep began stops it as it begins (it ran to its end with status 0)."""
+    (tmp_path / "swallowing").mkdir()
+    (tmp_path / "swallowing" / "__init__.py").write_text("")
+    (tmp_path / "swallowing" / "__main__.py").write_text(MAIN_SWALLOWING)
+    done = subprocess.run(
+        [sys.executable, "-m", "swallowing"], cwd=tmp_path, capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 130, done.stdout + done.stderr
+    assert "the sweep ran" not in done.stdout and "Run the same command again" in done.stderr
+
+
+def test_a_sweep_from_python_starts_with_no_stop_asked(composer, tmp_path, monkeypatch):
+    """From Python (no command-line handlers) a stop left from before is forgotten by the
+    next sweep; with the command line's handlers, run_sweep raises before it opens a store."""
+    from sweeper.sweep import run_sweep
+
+    overrides = ["task=toy", "launcher.name=local", "seeds=2", "horizon=3",
+                 f"tracking.uri=sqlite:///{tmp_path}/m.db"]  # fmt: skip
+    monkeypatch.setattr(signals, "_installed", True)
+    signals.STOP.requested = True
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(composer(overrides), composer, overrides, out=io.StringIO())
+    assert not (tmp_path / "m.db").exists()
+    monkeypatch.setattr(signals, "_installed", False)
+    done = run_sweep(composer(overrides), composer, overrides, out=io.StringIO())
+    assert (done.finished, done.interrupted) == (2, False)
