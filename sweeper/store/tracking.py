@@ -491,9 +491,9 @@ class Tracker:
         reach (``mlflow-artifacts:``, the location of an experiment made through a server)
         when this driver is on the database directly and was not told where the server keeps
         them: its tables and curves could not be read, nor new ones written."""
-        location = self.artifact_location
         if self.remote or self.artifacts_destination is not None:
             return
+        location = self.artifact_location  # a store call, made only when it can matter
         if location.startswith("mlflow-artifacts:"):
             raise SweepError(
                 f"experiment {self.experiment_name!r} was made through a tracking server: "
