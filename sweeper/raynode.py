@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import signal
 import socket
 import sys
@@ -47,18 +48,47 @@ ports lie inside it."""
 STOP_GRACE_S = 10.0
 
 
+EPHEMERAL = Path("/proc/sys/net/ipv4/ip_local_port_range")
+"""The kernel's range of ports for outgoing connections (Linux)."""
+
+
 def free_port_any() -> int:
     """A port free on every interface of this node (Ray's nodes listen beyond 127.0.0.1)."""
     return free_ports_any(1)[0]
 
 
+def quiet_ports() -> range | None:
+    """The ports no outgoing connection is given: above Ray's worker range and below the
+    kernel's ephemeral range (:data:`EPHEMERAL`, 32768-60999 by default). A port chosen
+    there stays free until ``ray start`` binds it unless someone binds it on purpose; one
+    chosen in the ephemeral range is taken by any connection this node opens meanwhile
+    (srun's, the driver's, a client's), and the GCS then fails with "Address already in
+    use". None when the kernel does not say or leaves no such gap."""
+    try:
+        low = int(EPHEMERAL.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    quiet = range(WORKER_PORTS["max-worker-port"] + 1, low)
+    return quiet if len(quiet) >= 1000 else None
+
+
 def free_ports_any(count: int) -> list[int]:
-    """``count`` distinct ports free on every interface: each socket is held open until
-    all are bound, so the kernel never hands out one port twice."""
+    """``count`` distinct ports free on every interface, from :func:`quiet_ports` where the
+    kernel leaves such a range (else any the kernel hands out): each socket is held open
+    until all are bound, so no port is handed out twice."""
+    quiet = quiet_ports()
+    candidates = random.sample(quiet, min(len(quiet), 64 * count)) if quiet else []
     with ExitStack() as stack:
-        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
-        for sock in sockets:
-            sock.bind(("", 0))
+        sockets = []
+        for port in [*candidates, *[0] * count]:  # the kernel's choice only as a last resort
+            if len(sockets) == count:
+                break
+            sock = stack.enter_context(socket.socket())
+            try:
+                sock.bind(("", port))
+            except OSError:
+                continue
+            sockets.append(sock)
         return [sock.getsockname()[1] for sock in sockets]
 
 

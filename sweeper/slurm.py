@@ -122,20 +122,29 @@ RAY_TMP=/tmp/sweeper-ray-$SLURM_JOB_ID  # its own: no other Ray's ray_current_cl
 nodes=($(scontrol show hostnames "$SLURM_JOB_NODELIST"))
 head_ip=$("$PY" -m sweeper.slurm_ray head-ip "${{nodes[0]}}")
 cpus=${{SLURM_CPUS_PER_TASK:-$SLURM_CPUS_ON_NODE}}
-head_flags=$("$PY" -m sweeper.slurm_ray flags --head)
-address=$head_ip:$(sed -E 's/^--port=([0-9]+).*/\1/' <<<"$head_flags")
 steps=()
 stop_ray() {{  # end this job's Ray steps: srun, signalled, kills its step (SIGKILL)
   kill -TERM "${{steps[@]}}" 2>/dev/null
   wait "${{steps[@]}}" 2>/dev/null
   rm -rf "$RAY_TMP"
 }}
-echo "sweeper-slurm: Ray head on ${{nodes[0]}} ($address), ${{#nodes[@]}} node(s) of $cpus CPUs"
-srun --nodes=1 --ntasks=1 --overlap -w "${{nodes[0]}}" "$RAY" start --head --block \
-  --node-ip-address="$head_ip" --num-cpus="$cpus" --temp-dir="$RAY_TMP" $head_flags &
-steps+=($!)
-"$PY" -m sweeper.slurm_ray wait --address "$address" --nodes 1 --timeout {join_s} \
-  || {{ stop_ray; exit 1; }}
+# The head's ports are chosen free just before it binds them; a head that exits before it
+# answers (a port taken meanwhile) is started again on other ports (wait's exit status 3).
+for attempt in 1 2 3; do
+  head_flags=$("$PY" -m sweeper.slurm_ray flags --head)
+  address=$head_ip:$(sed -E 's/^--port=([0-9]+).*/\1/' <<<"$head_flags")
+  echo "sweeper-slurm: Ray head on ${{nodes[0]}} ($address), ${{#nodes[@]}} node(s) of $cpus CPUs"
+  srun --nodes=1 --ntasks=1 --overlap -w "${{nodes[0]}}" "$RAY" start --head --block \
+    --node-ip-address="$head_ip" --num-cpus="$cpus" --temp-dir="$RAY_TMP" $head_flags &
+  head_step=$!
+  "$PY" -m sweeper.slurm_ray wait --address "$address" --nodes 1 --timeout {join_s} \
+    --step $head_step
+  joined=$?
+  [ "$joined" -eq 3 ] || break
+  wait $head_step 2>/dev/null
+done
+steps+=($head_step)
+[ "$joined" -eq 0 ] || {{ stop_ray; exit 1; }}
 for node in "${{nodes[@]:1}}"; do
   srun --nodes=1 --ntasks=1 --overlap -w "$node" bash -c "exec '$RAY' start --block \
     --address='$address' --num-cpus='$cpus' \$('$PY' -m sweeper.slurm_ray flags)" &

@@ -13,17 +13,20 @@ head at (:func:`node_address`).
 cluster at ``HOST:PORT`` answers and has ``N`` alive nodes (the head and a worker on every
 other node of the allocation), so that the sweep starts on the whole allocation and not on
 whichever nodes happened to have joined; exit status 1 with the nodes seen when they do not
-join in time.
+join in time; with ``--step PID`` (the head's ``srun``), exit status 3 as soon as that step
+ends before the head answers, so that the recipe starts the head again on other ports.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from sweeper.raynode import HEAD_PORTS, NODE_PORTS, free_port_any  # noqa: F401 - used by tests
 from sweeper.raynode import start_flags as raynode_flags
@@ -63,21 +66,35 @@ def alive_nodes() -> int:
     return sum(1 for node in ray.nodes() if node["Alive"])
 
 
-def wait_for_nodes(address: str, nodes: int, timeout_s: float, out=None) -> bool:
-    """Wait until the cluster at ``address`` answers and has ``nodes`` alive nodes."""
+JOINED, NOT_JOINED, HEAD_EXITED = 0, 1, 3
+"""``wait``'s exit statuses: every node joined; not in time; the head's step ended first."""
+
+
+def wait_for_nodes(
+    address: str, nodes: int, timeout_s: float, out=None, step: int | None = None
+) -> int:
+    """Wait until the cluster at ``address`` answers and has ``nodes`` alive nodes:
+    :data:`JOINED`, or :data:`NOT_JOINED` after ``timeout_s``, or :data:`HEAD_EXITED` at
+    once when ``step`` (the process id of the head's ``srun``) ended before the head
+    answered, so that the recipe starts it again on other ports."""
     import ray
 
     out = out or sys.stdout
     deadline = time.monotonic() + timeout_s
     host, _, port = address.rpartition(":")
     while not _listening(host, int(port)):
+        if step is not None and not _running(step):
+            print(f"sweeper-slurm: the Ray head exited before it answered at {address} (a "
+                  "port taken since it was chosen?); starting it on other ports",
+                  file=out, flush=True)  # fmt: skip
+            return HEAD_EXITED
         if time.monotonic() > deadline:
             print(
                 f"sweeper-slurm: no Ray head answers at {address} after {timeout_s:.0f}s",
                 file=out,
                 flush=True,
             )
-            return False
+            return NOT_JOINED
         time.sleep(0.5)
     ray.init(address=address, log_to_driver=False, logging_level="ERROR")
     try:
@@ -88,7 +105,23 @@ def wait_for_nodes(address: str, nodes: int, timeout_s: float, out=None) -> bool
     finally:
         ray.shutdown()
     print(f"sweeper-slurm: {seen} of {nodes} Ray node(s) joined at {address}", file=out, flush=True)
-    return seen >= nodes
+    return JOINED if seen >= nodes else NOT_JOINED
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` runs: neither gone nor a zombie its parent has not reaped
+    (the batch shell reaps its ``srun`` only when it next waits)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    except OSError:  # no /proc: ask the kernel
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    return stat.rpartition(")")[2].split()[0] != "Z"
 
 
 def _listening(host: str, port: int) -> bool:
@@ -133,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     wait.add_argument("--address", required=True, help="the head's HOST:PORT")
     wait.add_argument("--nodes", type=int, required=True, help="alive nodes to wait for")
     wait.add_argument("--timeout", type=float, default=300.0, help="seconds (default 300)")
+    wait.add_argument("--step", type=int, help="the head's srun: exit 3 if it ends first")
     commands.add_parser("token-auth", help="exit 0 if this Ray has token authentication")
     address = commands.add_parser("head-ip", help="a node's address (Slurm's NodeAddr)")
     address.add_argument("node", help="the node's name (scontrol show hostnames)")
@@ -148,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         if note:
             print(note, file=sys.stderr)
         return 1 if note else 0
-    return 0 if wait_for_nodes(args.address, args.nodes, args.timeout) else 1
+    return wait_for_nodes(args.address, args.nodes, args.timeout, step=args.step)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,9 @@ import sys
 import time
 from pathlib import Path
 
-from sweeper import slurm, slurm_ray
+import pytest
+
+from sweeper import raynode, slurm, slurm_ray
 
 TRICKY = ["+exp=smoke", "sweep.grid.dataset=[simulation,movielens]", "experiment.description='a b'"]
 
@@ -99,9 +101,46 @@ def test_every_ray_port_is_its_own_and_free():
 def test_waiting_for_a_head_that_never_answers_gives_up_in_time(capsys):
     port = slurm_ray.free_port_any()
     started = time.monotonic()
-    assert slurm_ray.wait_for_nodes(f"127.0.0.1:{port}", 1, timeout_s=1.5) is False
+    assert slurm_ray.wait_for_nodes(f"127.0.0.1:{port}", 1, timeout_s=1.5) == 1
     assert time.monotonic() - started < 10
     assert f"no Ray head answers at 127.0.0.1:{port}" in capsys.readouterr().out
+
+
+def test_ray_ports_are_chosen_where_no_outgoing_connection_can_take_them():
+    # CI once lost a head: its GCS port, chosen free in the kernel's ephemeral range, was
+    # taken by a connection opened in the second before `ray start` bound it
+    low, high = map(int, raynode.EPHEMERAL.read_text().split())
+    ports = [int(flag.split("=")[1]) for flag in slurm_ray.start_flags(head=True) if "port" in flag]
+    assert all(raynode.WORKER_PORTS["max-worker-port"] < port < low for port in ports), ports
+    with socket.create_server(("127.0.0.1", 0)) as server:  # the premise: a client's port
+        with socket.create_connection(server.getsockname()) as outgoing:
+            assert low <= outgoing.getsockname()[1] <= high
+
+
+@pytest.mark.parametrize("reaped", [True, False], ids=["reaped", "zombie"])
+def test_a_head_step_that_ends_before_answering_is_said_at_once(capsys, reaped):
+    step = subprocess.Popen([sys.executable, "-c", "pass"])
+    if reaped:
+        step.wait()
+    else:
+        while Path(f"/proc/{step.pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z":
+            time.sleep(0.05)  # exited, not yet reaped: what the batch shell's srun is
+    port = slurm_ray.free_port_any()
+    started = time.monotonic()
+    status = slurm_ray.wait_for_nodes(f"127.0.0.1:{port}", 1, timeout_s=60, step=step.pid)
+    assert status == slurm_ray.HEAD_EXITED == 3
+    assert time.monotonic() - started < 10
+    assert "the Ray head exited before it answered" in capsys.readouterr().out
+    step.wait()
+
+
+def test_a_running_head_step_is_waited_for(capsys):
+    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"]) as step:
+        port = slurm_ray.free_port_any()
+        status = slurm_ray.wait_for_nodes(f"127.0.0.1:{port}", 1, timeout_s=1.5, step=step.pid)
+        step.kill()
+    assert status == slurm_ray.NOT_JOINED
+    assert "no Ray head answers" in capsys.readouterr().out
 
 
 def test_a_node_slurm_does_not_say_is_resolved_by_name(monkeypatch, tmp_path):
