@@ -10,7 +10,8 @@ cancelled with ``ray.cancel(force=True)`` and becomes a FAILED outcome. A worker
 (segfault, OOM kill, lost node) is retried by Ray up to ``launcher.max_retries`` times,
 after which the cell is FAILED with Ray's error. On Ctrl-C (or when the consumer stops
 iterating) every cell still in flight is cancelled; once a stop is asked
-(:data:`sweeper.signals.STOP`, the first Ctrl-C or SIGTERM) no cell more is submitted.
+(:data:`sweeper.signals.STOP`, the first Ctrl-C or SIGTERM) no cell more is submitted,
+and after the cells in flight are cancelled the driver leaves Ray (:func:`_leave_ray`).
 
 ``local`` runs the cells one by one in this process, for debugging; its time limit is a
 ``SIGALRM`` timer (main thread only), which interrupts Python code but not a long C call.
@@ -358,8 +359,9 @@ def _check_reachable(address: str) -> None:
         ) from None
 
 
-def init_ray(launcher: Mapping[str, Any]) -> None:
-    """Join the cluster at ``launcher.address`` (or $RAY_ADDRESS), else start an embedded one.
+def init_ray(launcher: Mapping[str, Any]) -> bool:
+    """Join the cluster at ``launcher.address`` (or $RAY_ADDRESS), else start an embedded one;
+    False when this process was connected to a Ray already (the caller's: it stays).
 
     ``address="local"`` always starts a new instance, so a stale ``/tmp/ray`` session file
     of a dead cluster is never joined by accident, listening on 127.0.0.1 only (its GCS,
@@ -374,7 +376,7 @@ def init_ray(launcher: Mapping[str, Any]) -> None:
 
     _check_reachable(str(address))
     if ray.is_initialized():
-        return
+        return False
     kwargs: dict[str, Any] = {"address": address, "log_to_driver": False}
     if address == "local":
         kwargs["include_dashboard"] = False
@@ -383,6 +385,7 @@ def init_ray(launcher: Mapping[str, Any]) -> None:
     with signals.starting("Ray's start"), _ray_sets_no_sigterm_handler():
         ray.init(**kwargs)
     check_fits(float(launcher.get("cpus_per_cell") or 1), embedded=address == "local")
+    return True
 
 
 RAY_SETS_SIGTERM = ("ray._private.utils", "set_sigterm_handler")
@@ -487,7 +490,7 @@ def _launch_ray(
 ) -> Iterator[Event]:
     import ray
 
-    init_ray(launcher)
+    joined = init_ray(launcher)
     max_retries = int(launcher.get("max_retries", 2))
     cpus_per_cell = float(launcher.get("cpus_per_cell") or 1)
     options = {
@@ -532,6 +535,23 @@ def _launch_ray(
     finally:
         for generator in in_flight:
             ray.cancel(generator, force=True)
+        if STOP.requested and joined:
+            _leave_ray()
+
+
+def _leave_ray() -> None:
+    """Disconnect from the Ray this launch joined, after a stop: the driver needs nothing
+    more from it (every finished cell's result is in hand), and a node signalled with the
+    driver ends soon (a Ray the caller started stays).
+
+    Slurm's ``scancel`` sends SIGTERM to the Ray head's step as well as to the driver; Ray
+    then drains the node, and once its cells are cancelled the node is idle and its raylet
+    exits. A driver's next call into Ray then waits for the dead node and ends the process
+    with status 1 and no word on its terminal (CI's Slurm trial, once: the parent run's end
+    and the summary never came). A driver that has left Ray makes no such call."""
+    import ray
+
+    ray.shutdown()
 
 
 def _submit(one: Any, many: Any, cells: Sequence[Cell], declared: Declared | None) -> Any:

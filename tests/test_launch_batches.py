@@ -9,6 +9,8 @@ batch; ``toy.batch_dir`` records which seeds each batch held), on the session's 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -168,3 +170,37 @@ def test_a_stop_hands_out_no_more_cells(composer, ray_local, name):
     finally:
         signals.reset()
     assert len(finished) == 1, finished
+
+
+LEAVES = """
+import ray
+from sweeper import signals
+from sweeper.cells import Cell
+from sweeper.launch import launch
+
+def stopped_sweep():
+    cells = [Cell({"cell": "sweeper.toy.toy_cell", "task": {"name": "toy"}, "horizon": 50,
+                   "seed": s}) for s in range(6)]
+    launcher = {"name": "ray", "address": "local", "num_cpus": 1, "batch": 1, "max_in_flight": 1}
+    for event in launch(cells, launcher):
+        if event.kind == "finished":
+            signals.STOP.requested = True  # as the signal handler does
+    signals.reset()
+    return ray.is_initialized()
+
+ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)
+print("caller's Ray after a stop:", stopped_sweep())
+ray.shutdown()
+print("joined Ray after a stop:", stopped_sweep())
+"""
+
+
+def test_after_a_stop_the_driver_leaves_the_ray_it_joined_and_keeps_the_callers():
+    """A stop ends the launch's part in Ray: under Slurm the head is signalled with the
+    driver, and a call into a Ray whose node has gone ends the driver with status 1 before
+    it records its last cells (CI's Slurm trial, once). A Ray the caller started stays."""
+    done = subprocess.run([sys.executable, "-c", LEAVES], capture_output=True, text=True,
+                          timeout=180)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "caller's Ray after a stop: True" in done.stdout, done.stdout
+    assert "joined Ray after a stop: False" in done.stdout, done.stdout
