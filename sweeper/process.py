@@ -19,11 +19,17 @@ def driver_id() -> str:
 
 
 def process_start(pid: int) -> str:
+    return _stat_field(pid, 19) or "?"
+
+
+def _stat_field(pid: int, index: int) -> str | None:
+    """Field ``index`` of ``/proc/<pid>/stat`` after the command name (0: the state), or
+    None when it cannot be read."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[19]
+        return stat.rsplit(")", 1)[1].split()[index]
     except (OSError, IndexError):
-        return "?"
+        return None
 
 
 def driver_alive(driver: str | None) -> bool | None:
@@ -49,3 +55,9 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def pid_running(pid: int) -> bool:
+    """True when process ``pid`` exists and has not exited: not a zombie its parent has yet
+    to reap (a shell reaps a background child only when it next waits)."""
+    return pid_alive(pid) and _stat_field(pid, 0) != "Z"

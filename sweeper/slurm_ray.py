@@ -20,14 +20,13 @@ ends before the head answers, so that the recipe starts the head again on other 
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
+from sweeper.process import pid_running
 from sweeper.raynode import HEAD_PORTS, NODE_PORTS, free_port_any  # noqa: F401 - used by tests
 from sweeper.raynode import start_flags as raynode_flags
 
@@ -83,7 +82,7 @@ def wait_for_nodes(
     deadline = time.monotonic() + timeout_s
     host, _, port = address.rpartition(":")
     while not _listening(host, int(port)):
-        if step is not None and not _running(step):
+        if step is not None and not pid_running(step):
             print(f"sweeper-slurm: the Ray head exited before it answered at {address} (a "
                   "port taken since it was chosen?); starting it on other ports",
                   file=out, flush=True)  # fmt: skip
@@ -106,22 +105,6 @@ def wait_for_nodes(
         ray.shutdown()
     print(f"sweeper-slurm: {seen} of {nodes} Ray node(s) joined at {address}", file=out, flush=True)
     return JOINED if seen >= nodes else NOT_JOINED
-
-
-def _running(pid: int) -> bool:
-    """Whether process ``pid`` runs: neither gone nor a zombie its parent has not reaped
-    (the batch shell reaps its ``srun`` only when it next waits)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    except OSError:  # no /proc: ask the kernel
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-    return stat.rpartition(")")[2].split()[0] != "Z"
 
 
 def _listening(host: str, port: int) -> bool:
