@@ -32,6 +32,7 @@ Either way the driver, not the workers, writes to MLflow.
 
 from __future__ import annotations
 
+import copy
 import os
 import signal
 import socket
@@ -544,11 +545,10 @@ def _leave_ray() -> None:
     more from it (every finished cell's result is in hand), and a node signalled with the
     driver ends soon (a Ray the caller started stays).
 
-    Slurm's ``scancel`` sends SIGTERM to the Ray head's step as well as to the driver; Ray
-    then drains the node, and once its cells are cancelled the node is idle and its raylet
-    exits. A driver's next call into Ray then waits for the dead node and ends the process
-    with status 1 and no word on its terminal (CI's Slurm trial, once: the parent run's end
-    and the summary never came). A driver that has left Ray makes no such call."""
+    Slurm's ``scancel`` signals Ray's processes with the driver's, and the node may go at
+    any moment after: a driver still in Ray makes calls into it until it exits (waits of
+    up to a minute on a dead GCS, a disconnect). A driver that has left makes none, and
+    what it recorded never depended on the node (:func:`_owned`)."""
     import ray
 
     ray.shutdown()
@@ -607,7 +607,7 @@ def _receive(
 
     slot = in_flight[generator]
     try:
-        value = ray.get(next(generator))
+        value = _owned(ray.get(next(generator)))
     except ray.exceptions.RayError as err:  # the worker died more often than max_retries,
         # a lost node or object, out of memory, a cancelled task
         del in_flight[generator]
@@ -633,6 +633,17 @@ def _receive(
         node = node_label(slot.node_ip, slot.node_id)
         for cell in batcher.starts(slot.cells) if batcher else slot.cells:
             yield Event("started", cell, node=node)
+
+
+def _owned(value: Any) -> Any:
+    """``value`` in the driver's own memory. ``ray.get`` gives a result larger than Ray's
+    inline limit (100 KB: a cell's curves) as arrays that view the node's object store, and
+    dropping them later (once recorded) is a call into that store. When the store has gone
+    meanwhile (a plain ``scancel`` signals every Ray process of the job at once), Ray ends
+    the driver at that call: status 1, no word, its last cells unrecorded, the parent run
+    left RUNNING (CI's Slurm trial; 3 of 5 plain ``scancel`` trials here). A copy taken now
+    releases the store's buffer before this returns."""
+    return copy.deepcopy(value)
 
 
 def _finished(slot: _Slot, outcome: Outcome, batcher: Batcher | None) -> Event:

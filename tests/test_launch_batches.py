@@ -204,3 +204,45 @@ def test_after_a_stop_the_driver_leaves_the_ray_it_joined_and_keeps_the_callers(
     assert done.returncode == 0, done.stderr[-3000:]
     assert "caller's Ray after a stop: True" in done.stdout, done.stdout
     assert "joined Ray after a stop: False" in done.stdout, done.stdout
+
+
+OUTLIVES = """
+import gc, os, signal, time
+import ray
+from ray._private import ray_constants, worker
+from sweeper.cells import Cell
+from sweeper.launch import launch
+
+ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)
+cells = [Cell({"cell": "sweeper.toy.toy_cell", "task": {"name": "toy"}, "horizon": 40000,
+               "seed": s}) for s in range(2)]
+launcher = {"name": "ray", "address": "local", "num_cpus": 1, "batch": 1}
+outcomes = [e.outcome for e in launch(cells, launcher) if e.kind == "finished"]
+print("finished:", [o.status for o in outcomes], flush=True)
+processes = worker._global_node.all_processes
+for info in processes[ray_constants.PROCESS_TYPE_RAYLET]:  # the node goes, as under scancel
+    os.kill(info.process.pid, signal.SIGKILL)
+time.sleep(2)
+print("final values:", [round(o.result["summary"]["final_value"], 6) for o in outcomes])
+del outcomes
+gc.collect()
+print("the driver outlived its node", flush=True)
+for infos in processes.values():  # the rest of this Ray: no shutdown, whose disconnect waits
+    for info in infos:
+        if info.process.poll() is None:
+            os.kill(info.process.pid, signal.SIGKILL)
+os._exit(0)
+"""
+
+
+def test_the_driver_holds_no_view_of_the_object_store_once_a_result_is_received():
+    """A cell's result above Ray's inline limit arrives as arrays that view the node's
+    object store; dropping such a view after the node has gone (a plain ``scancel``
+    signals every Ray process of the job) ended the driver with status 1 and no word. The
+    launcher hands out results in the driver's own memory, so the node may go at any time
+    after they are received."""
+    done = subprocess.run([sys.executable, "-c", OUTLIVES], capture_output=True, text=True,
+                          timeout=180)  # fmt: skip
+    assert "finished: ['FINISHED', 'FINISHED']" in done.stdout, done.stdout + done.stderr[-3000:]
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    assert "the driver outlived its node" in done.stdout, done.stdout
