@@ -8,7 +8,12 @@ import math
 import numpy as np
 import pytest
 
-from sweeper_tasks.bandit_tuning.tuners.zooming_core import CLIP, ZoomingCore
+from sweeper_tasks.bandit_tuning.tuners.zooming_core import (
+    CLIP,
+    ZoomingCore,
+    _cells_covered_2d,
+    _widest_uncovered_cell,
+)
 
 
 def lipschitz_reward(point: np.ndarray, rng: np.random.Generator) -> float:
@@ -94,6 +99,29 @@ def test_cell_method_and_grid_agree_on_random_configurations():
                 assert not missing.any()
             else:
                 assert slow_uncovered(core, point[None])[0], "the point found is uncovered"
+
+
+def test_the_quick_2d_cover_decision_agrees_with_the_cell_method():
+    """p = 2: the one-product decision is "covered" exactly when the cell method finds no
+    uncovered cell, on boxes half covered by cubes with shared faces (as the initial cover
+    and a shrunken ball's box make them) and with random ones."""
+    rng = np.random.default_rng(5)
+    verdicts = []
+    for _ in range(3000):
+        k = int(rng.integers(1, 12))
+        if rng.random() < 0.5:  # cubes on a lattice: faces meet exactly
+            centers = rng.integers(0, 5, (k, 2)) / 4.0
+            radii = np.full(k, rng.choice([0.125, 0.25]))
+        else:
+            centers, radii = rng.random((k, 2)), rng.uniform(0.02, 0.4, k)
+        lower, upper = centers - radii[:, None], centers + radii[:, None]
+        lo, hi = np.sort(rng.random((2, 2)), axis=0)
+        if rng.random() < 0.3:  # the whole space, as a check of all of A
+            lo, hi = np.zeros(2), np.ones(2)
+        quick = _cells_covered_2d(lower, upper, lo, hi)
+        assert quick == (_widest_uncovered_cell(lower, upper, lo, hi) is None)
+        verdicts.append(quick)
+    assert 200 < sum(verdicts) < 2800  # both answers were met often
 
 
 def test_activation_picks_an_uncovered_point_and_pulls_it_in_that_round():

@@ -363,48 +363,21 @@ class ZoomingCore:
         """
         lo = np.zeros(self.dim) if lo is None else np.asarray(lo, dtype=float)
         hi = np.ones(self.dim) if hi is None else np.asarray(hi, dtype=float)
-        radii = np.concatenate([self.radius[: self.m], self.removed_radii])
+        radii = np.concatenate([self.radius[: self.m], self.removed_radii])[:, None]
         centers = np.concatenate([self.centers[: self.m], self.removed_centers])
-        lower = centers - radii[:, None]
-        upper = centers + radii[:, None]
+        lower = centers - radii
+        upper = centers + radii
         if self.dim == 1:  # a sweep over intervals, no cells needed
             return _largest_gap(
                 float(lo[0]), float(hi[0]), lower[:, 0].tolist(), upper[:, 0].tolist()
             )
-        meets = (lower <= hi).all(axis=1) & (upper >= lo).all(axis=1)
+        meets = ((lower <= hi) & (upper >= lo)).all(axis=1)
         lower, upper = lower[meets], upper[meets]
-        if ((lower <= lo).all(axis=1) & (upper >= hi).all(axis=1)).any():
-            return None  # one ball holds the whole box
-        covered = None
-        volume = None
-        mids = []
-        for d in range(self.dim):
-            cuts = np.unique(
-                np.clip(
-                    np.concatenate([lower[:, d], upper[:, d], lo[d : d + 1], hi[d : d + 1]]),
-                    lo[d],
-                    hi[d],
-                )
-            )
-            width = np.diff(cuts)
-            keep = width > 1e-12
-            mid = ((cuts[:-1] + cuts[1:]) / 2.0)[keep]
-            width = width[keep]
-            if mid.size == 0:
-                return None
-            mids.append(mid)
-            member = (lower[:, d] <= mid[:, None]) & (mid[:, None] <= upper[:, d])  # (n_d, k)
-            if covered is None:
-                covered, volume = member, width
-            else:
-                covered = (covered[:, None, :] & member[None, :, :]).reshape(-1, len(lower))
-                volume = np.multiply.outer(volume, width).reshape(-1)
-        uncovered = ~covered.any(axis=1)  # neither removed (outside A_0) nor in an active ball
-        if not uncovered.any():
-            return None
-        cell = int(np.argmax(np.where(uncovered, volume, -1.0)))
-        index = np.unravel_index(cell, tuple(len(m) for m in mids))
-        return np.array([m[i] for m, i in zip(mids, index, strict=True)])
+        if self.dim == 2:  # nearly every call (a shrunken ball's box): one matrix product
+            covered = _cells_covered_2d(lower, upper, lo, hi)
+        else:  # one ball holds the whole box
+            covered = ((lower <= lo).all(axis=1) & (upper >= hi).all(axis=1)).any()
+        return None if covered else _widest_uncovered_cell(lower, upper, lo, hi)
 
     def in_remaining(self, points: np.ndarray) -> np.ndarray:
         """Whether each point lies in A_0 (not inside a removed ball)."""
@@ -419,6 +392,64 @@ class ZoomingCore:
         points = np.atleast_2d(points)
         dist = np.abs(points[:, None, :] - self.active_centers[None]).max(axis=2)
         return (dist <= self.radii()[None, :]).any(axis=1)
+
+
+def _cells_covered_2d(lower: np.ndarray, upper: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> bool:
+    """p = 2: whether every cell of the box [lo, hi] has its midpoint in a cube (lower,
+    upper: (k, 2)), i.e. :func:`_widest_uncovered_cell` returns None.
+
+    The same cells (each dimension's sorted faces, clipped to the box, repeats giving gaps
+    of 0) and comparisons as the cell method, in a fixed handful of array operations: cube
+    j holds the midpoint (a, b) iff it holds a in the first dimension and b in the second,
+    so the number of cubes holding each cell's midpoint is the product H_1 H_2' of the
+    (cells, k) 0/1 holding matrices (tests/test_tuners_zooming.py checks the two agree).
+    """
+    cuts = np.concatenate([lower, upper, lo[None], hi[None]])  # (2k + 2, 2)
+    np.minimum(np.maximum(cuts, lo, out=cuts), hi, out=cuts)  # np.clip's numbers, faster
+    cuts.sort(axis=0)
+    mids = (cuts[:-1] + cuts[1:]) / 2.0  # (2k + 1, 2); a repeated face makes a gap of 0
+    kept = cuts[1:] - cuts[:-1] > 1e-12
+    holds = ((lower <= mids[:, None, :]) & (mids[:, None, :] <= upper)).astype(float)
+    holding = holds[:, :, 0] @ holds[:, :, 1].T  # cubes holding cell (i, j)'s midpoint
+    return not ((holding == 0.0) & kept[:, 0, None] & kept[None, :, 1]).any()
+
+
+def _widest_uncovered_cell(
+    lower: np.ndarray, upper: np.ndarray, lo: np.ndarray, hi: np.ndarray
+) -> np.ndarray | None:
+    """The midpoint of the widest cell of the box [lo, hi] whose midpoint lies in none of
+    the cubes [lower_j, upper_j] (lower, upper: (k, p)), or None (``uncovered_point``).
+    Cells are ordered dimension by dimension; the first of equal volumes is returned."""
+    covered = None
+    volume = None
+    mids = []
+    for d in range(lo.shape[0]):
+        cuts = np.unique(
+            np.clip(
+                np.concatenate([lower[:, d], upper[:, d], lo[d : d + 1], hi[d : d + 1]]),
+                lo[d],
+                hi[d],
+            )
+        )
+        width = np.diff(cuts)
+        keep = width > 1e-12
+        mid = ((cuts[:-1] + cuts[1:]) / 2.0)[keep]
+        width = width[keep]
+        if mid.size == 0:
+            return None
+        mids.append(mid)
+        member = (lower[:, d] <= mid[:, None]) & (mid[:, None] <= upper[:, d])  # (n_d, k)
+        if covered is None:
+            covered, volume = member, width
+        else:
+            covered = (covered[:, None, :] & member[None, :, :]).reshape(-1, len(lower))
+            volume = np.multiply.outer(volume, width).reshape(-1)
+    uncovered = ~covered.any(axis=1)  # neither removed (outside A_0) nor in an active ball
+    if not uncovered.any():
+        return None
+    cell = int(np.argmax(np.where(uncovered, volume, -1.0)))
+    index = np.unravel_index(cell, tuple(len(m) for m in mids))
+    return np.array([m[i] for m, i in zip(mids, index, strict=True)])
 
 
 def _largest_gap(
