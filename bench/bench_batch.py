@@ -25,10 +25,10 @@ run that measured it; run them on an idle machine):
   both stores against the published cells.csv.
 - ``cluster``: a model of the launcher on 256 CPUs (as bench_seeds_cluster.py models seeds
   until decided): main's cells handed out by the launcher's own ``Batcher`` and
-  ``batch_size``, each batch lasting its cells' one-at-a-time CPU times (the ``cells``
-  part's, saved in bench/results/batch.json) times the measured batched/alone ratio at its
-  size; the share of CPU time busy and the wall time, against one cell per task and fixed
-  batches of 20.
+  ``batch_size``, a task of one cell lasting its one-at-a-time CPU time (the launcher runs
+  it with ``run_cell``) and a batch its cells' batched CPU times at its size (the ``cells``
+  part's, saved in bench/results/batch.json); the share of CPU time busy and the wall time,
+  against one cell per task and fixed batches of 20.
 - ``driver``: a toy sweep of ``--driver-cells`` cells (``python -m sweeper task=toy``),
   batched (``cell=sweeper.toy.batched_toy_cell``) against one cell per task: the driver's
   peak resident memory and its recording rate (cells/s), alternating.
@@ -402,9 +402,12 @@ def main_part(log=print) -> list[str]:
 
 # --- cluster: the launcher's batch size on 256 CPUs ------------------------------------------
 def per_cell_cost(row: dict[str, Any], size: int, seeds: int) -> float:
-    """CPU seconds per cell in a batch of ``size``: the measured points S = 1, 5, ``seeds``
-    joined by the model a + b / S between neighbours (a per-cell floor plus a per-batch
-    share), constant beyond ``seeds``."""
+    """CPU seconds per cell in a task of ``size`` cells. One cell runs alone (the launcher
+    sends it to ``run_cell``, not to the batched form): the mean alone time. A batch: the
+    measured points S = 1, 5, ``seeds`` of the batched form joined by the model a + b / S
+    between neighbours (a per-cell floor plus a per-batch share), constant beyond ``seeds``."""
+    if size == 1:
+        return row[f"alone{seeds}"]
     points = [(s, row[f"batch{s}"]) for s in sizes_of(seeds)]
     size = min(size, seeds)
     for (s0, c0), (s1, c1) in zip(points, points[1:], strict=False):
@@ -465,8 +468,9 @@ def cluster(rows: list[dict[str, Any]], seeds: int, cpus: int) -> list[str]:
     lines = [
         f"main's {len(cells)} cells on a modelled cluster of {cpus} CPUs (the launcher's own "
         "Batcher, batch_size and in_flight_cap hand them out; Ray starts tasks first in, first "
-        "out; a batch lasts its cells' CPU times at its size, from the `cells` part: the "
-        "points S = 1, 5, 20 joined by a + b/S). Busy: the share of the CPUs' time in cells.",
+        "out; a task of one cell lasts its time alone, a batch its cells' CPU times at its "
+        "size, from the `cells` part: the points S = 1, 5, 20 of the batched form joined by "
+        "a + b/S). Busy: the share of the CPUs' time in cells.",
         "",
         "| launcher.batch | tasks | batch sizes | wall time (s) | CPU time (s) | busy |",
         "|---|---|---|---|---|---|",
